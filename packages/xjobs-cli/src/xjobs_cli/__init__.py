@@ -1,0 +1,1 @@
+"""The xjobs command line."""

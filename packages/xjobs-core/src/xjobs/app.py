@@ -1,0 +1,255 @@
+"""`App`: one backend, the registered jobs and tasks, and the calls a service, a test or the CLI makes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any
+
+from xjobs.backend import Backend
+from xjobs.clock import Clock, SystemClock
+from xjobs.describe import describe
+from xjobs.driver import BulkResult, EnqueueResult, JobRecord, RequeueFilter
+from xjobs.errors import AppStateError, BackendClosedError, JobNotFoundError, JobNotRegisteredError
+from xjobs.facade import JobsFacade
+from xjobs.job import EnqueueOptions, JobHandle
+from xjobs.payload import DEFAULT_MAX_PAYLOAD_BYTES
+from xjobs.plugins import connect
+from xjobs.registry import Registry
+from xjobs.settled import SettledHook
+from xjobs.worker import Worker
+from xjobs.worker_options import (
+    DEFAULT_DRAIN_MARGIN,
+    DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_LEASE,
+    DEFAULT_POLL_FLOOR,
+    resolve_worker_options,
+)
+from xjobs.worker_stats import WorkerStats
+
+log = logging.getLogger("xjobs.app")
+
+
+class App:
+    """A service's xjobs: `async with App(backend=url, jobs=[module]) as app:` opens it."""
+
+    def __init__(
+        self,
+        backend: str | Backend = "memory://",
+        *,
+        jobs: Iterable[object] = (),
+        tasks: Iterable[object] = (),
+        clock: Clock | None = None,
+        on_settled: SettledHook | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        backend_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.registry = Registry(jobs, tasks)
+        self.clock: Clock = clock or (backend.clock if isinstance(backend, Backend) else SystemClock())
+        self._target = backend
+        self._backend_options = dict(backend_options or {})
+        self._backend: Backend | None = None
+        self._owns_backend = not isinstance(backend, Backend)
+        self._hooks: tuple[SettledHook, ...] = (on_settled,) if on_settled is not None else ()
+        self._max_payload_bytes = max_payload_bytes
+        self._facade: JobsFacade | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def open(self) -> App:
+        """Open the backend and bind every registered handle's `enqueue` to this app."""
+        if self._backend is not None:
+            raise AppStateError("this App is already open")
+        if isinstance(self._target, Backend):
+            backend = self._target
+        else:
+            backend = await connect(self._target, clock=self.clock, **self._backend_options)
+        self._backend = backend
+        self._facade = JobsFacade(backend.jobs, self.clock, max_payload_bytes=self._max_payload_bytes)
+        for handle in self.registry.jobs.values():
+            handle.bind(self._facade)
+        return self
+
+    async def close(self) -> None:
+        """Unbind the handles and close the backend this app opened."""
+        backend, self._backend = self._backend, None
+        if backend is None:
+            return
+        for handle in self.registry.jobs.values():
+            if self._facade is not None and handle.bound_to(self._facade):
+                handle.bind(None)
+        self._facade = None
+        if self._owns_backend:
+            await backend.close()
+
+    async def __aenter__(self) -> App:
+        return await self.open()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            raise BackendClosedError("the App is not open; use `async with app:` first")
+        return self._backend
+
+    @property
+    def jobs(self) -> dict[str, JobHandle[Any]]:
+        return self.registry.jobs
+
+    def describe(self) -> dict[str, Any]:
+        """Every registered job and task as JSON data, sorted by name."""
+        return describe(self.registry.jobs, self.registry.tasks)
+
+    # -- enqueue and read --------------------------------------------------------------------
+
+    def _facade_for(self, handle: JobHandle[Any]) -> JobsFacade:
+        if not self.registry.owns(handle):
+            raise JobNotRegisteredError(f"job {handle.name!r} is not registered with this App")
+        self.backend  # noqa: B018 - refuses a closed app
+        assert self._facade is not None
+        return self._facade
+
+    async def enqueue(
+        self,
+        handle: JobHandle[Any],
+        input: object,
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> EnqueueResult:
+        """Enqueue one job of `handle` (the same path as `handle.enqueue`)."""
+        options = EnqueueOptions(delay=delay, run_at=run_at, priority=priority)
+        (result,) = await self._facade_for(handle).enqueue_inputs(handle, [input], options)
+        return result
+
+    async def enqueue_many(
+        self,
+        handle: JobHandle[Any],
+        inputs: Sequence[object],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> list[EnqueueResult]:
+        """Enqueue many jobs of `handle` in one round trip."""
+        options = EnqueueOptions(delay=delay, run_at=run_at, priority=priority)
+        return await self._facade_for(handle).enqueue_inputs(handle, list(inputs), options)
+
+    async def get_job(self, job_id: str) -> JobRecord:
+        """One job by id (`XJOBS_JOB_NOT_FOUND` when there is none)."""
+        record = await self.backend.jobs.get(job_id)
+        if record is None:
+            raise JobNotFoundError(f"no job has id {job_id!r}")
+        return record
+
+    async def cancel_job(self, job_id: str, reason: str | None = None) -> JobRecord:
+        """Cancel a live job; its worker's next heartbeat misses and cancels the run."""
+        return await self.backend.jobs.cancel(job_id, reason)
+
+    async def requeue_job(self, job_id: str) -> JobRecord:
+        """Put a finished job back to `ready`, attempts reset."""
+        return await self.backend.jobs.requeue(job_id)
+
+    async def requeue_jobs(self, where: RequeueFilter | None = None) -> BulkResult:
+        """Requeue finished jobs in bulk (dead ones by default)."""
+        return await self.backend.jobs.requeue_many(where or RequeueFilter())
+
+    # -- the worker role ---------------------------------------------------------------------
+
+    def worker(
+        self,
+        *,
+        queues: Sequence[str] | None = None,
+        concurrency: int | Mapping[str, int] = 10,
+        max_in_flight: int | None = None,
+        lease: timedelta = DEFAULT_LEASE,
+        heartbeat: timedelta | None = None,
+        poll_floor: timedelta = DEFAULT_POLL_FLOOR,
+        drain_timeout: timedelta = DEFAULT_DRAIN_TIMEOUT,
+        drain_margin: timedelta = DEFAULT_DRAIN_MARGIN,
+    ) -> Worker:
+        """A worker over `queues` (default: every queue a registered job uses), not yet started."""
+        served = list(queues) if queues is not None else self.registry.queues()
+        if not served:
+            raise AppStateError("no queue to serve: register a job or pass queues=")
+        options = resolve_worker_options(
+            queues=served,
+            concurrency=concurrency,
+            max_in_flight=max_in_flight,
+            lease=lease,
+            heartbeat=heartbeat,
+            poll_floor=poll_floor,
+            drain_timeout=drain_timeout,
+            drain_margin=drain_margin,
+        )
+        return Worker(
+            backend=self.backend, registry=self.registry, options=options, clock=self.clock, hooks=self._hooks
+        )
+
+    async def run_worker(
+        self,
+        *,
+        queues: Sequence[str] | None = None,
+        concurrency: int | Mapping[str, int] = 10,
+        max_in_flight: int | None = None,
+        until_idle: bool = False,
+        handle_signals: bool | None = None,
+        lease: timedelta = DEFAULT_LEASE,
+        heartbeat: timedelta | None = None,
+        poll_floor: timedelta = DEFAULT_POLL_FLOOR,
+        drain_timeout: timedelta = DEFAULT_DRAIN_TIMEOUT,
+        drain_margin: timedelta = DEFAULT_DRAIN_MARGIN,
+    ) -> WorkerStats:
+        """Run a worker in this process until it is idle (`until_idle=True`), stopped, or SIGTERM drains it."""
+        worker = self.worker(
+            queues=queues,
+            concurrency=concurrency,
+            max_in_flight=max_in_flight,
+            lease=lease,
+            heartbeat=heartbeat,
+            poll_floor=poll_floor,
+            drain_timeout=drain_timeout,
+            drain_margin=drain_margin,
+        )
+        if handle_signals is None:
+            handle_signals = not until_idle and threading.current_thread() is threading.main_thread()
+        with _drain_on_signals(worker) if handle_signals else contextlib.nullcontext():
+            await worker.start(until_idle=until_idle)
+            try:
+                await worker.wait()
+            finally:
+                await worker.close()
+        return worker.stats
+
+
+@contextlib.contextmanager
+def _drain_on_signals(worker: Worker) -> Any:
+    """SIGTERM/SIGINT stop claiming and arm the drain cut-off; a second one interrupts at once."""
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGTERM, signal.SIGINT)
+
+    def on_signal(signum: int) -> None:
+        if worker.state == "running":
+            log.info("jobs.worker.draining", extra={"worker_id": worker.id, "signal": signum})
+            worker.stop_accepting(drain_timeout_ms=worker.options.drain_timeout_ms)
+        else:
+            worker.interrupt()
+
+    for signum in signals:
+        loop.add_signal_handler(signum, on_signal, signum)
+    try:
+        yield
+    finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)

@@ -1,0 +1,256 @@
+"""The job-driver contract: the `JobDriver` protocol and the frozen wire records it speaks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, Protocol, runtime_checkable
+
+from xjobs.errors import ClaimQueuesEmptyError
+
+DRIVER_API_VERSION: Final = 1
+
+JobState = Literal["ready", "running", "waiting", "completed", "failed", "dead", "cancelled"]
+JOB_STATES: Final[tuple[JobState, ...]] = (
+    "ready",
+    "running",
+    "waiting",
+    "completed",
+    "failed",
+    "dead",
+    "cancelled",
+)
+LIVE_STATES: Final[frozenset[str]] = frozenset({"ready", "running", "waiting"})
+FINISHED_STATES: Final[frozenset[str]] = frozenset({"completed", "failed", "dead", "cancelled"})
+
+Outcome = Literal[
+    "completed",
+    "retried",
+    "dead-lettered",
+    "dropped",
+    "refused",
+    "cancelled",
+    "shed",
+    "suspended",
+    "interrupted",
+    "lease-lost",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """One row to enqueue; `payload` is the input's JSON text, encoded once by the facade."""
+
+    id: str
+    run_id: str
+    name: str
+    queue: str
+    tenant_id: str | None
+    idempotency_key: str
+    payload: str
+    priority: int
+    run_at_ms: int | None
+    max_attempts: int
+    dead_letter: bool
+    enqueued_by: str | None
+    traceparent: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """What an enqueue answers: the job's id and run id, and whether a live job already held the namespace."""
+
+    job_id: str
+    run_id: str
+    deduped: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The fence every settle carries: which worker holds the job, under which claim number."""
+
+    job_id: str
+    worker_id: str
+    claims: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimOptions:
+    """One claim pass: at most `queues[q]` jobs from each queue, leased for `lease_ms`.
+
+    With `presence_ttl_ms`, the same round trip refreshes the worker's registry row, so an idle
+    worker's presence costs no statement of its own.
+    """
+
+    worker_id: str
+    queues: Mapping[str, int]
+    lease_ms: int
+    presence_ttl_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job this worker now holds, with every column the run needs (no read after the claim)."""
+
+    id: str
+    run_id: str
+    name: str
+    queue: str
+    tenant_id: str | None
+    payload: str
+    priority: int
+    attempt: int
+    max_attempts: int
+    dead_letter: bool
+    claims: int
+    worker_id: str
+    lease_until_ms: int
+    enqueued_by: str | None
+    traceparent: str | None
+    created_at_ms: int
+
+    @property
+    def claim(self) -> Claim:
+        return Claim(job_id=self.id, worker_id=self.worker_id, claims=self.claims)
+
+
+@dataclass(frozen=True, slots=True)
+class BuriedJob:
+    """A job whose lease lapsed on its final attempt: the claim settled it `dead` (or `failed`) instead."""
+
+    id: str
+    run_id: str
+    name: str
+    queue: str
+    tenant_id: str | None
+    payload: str
+    state: Literal["dead", "failed"]
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimResult:
+    """What one claim pass moved: the jobs handed to this worker, and the ones it buried."""
+
+    jobs: tuple[ClaimedJob, ...]
+    buried: tuple[BuriedJob, ...] = ()
+
+
+NackKind = Literal["retry", "dead", "fail", "park", "shed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Nack:
+    """How a run that did not complete settles.
+
+    `retry` and `shed` go back to `ready` at `run_at_ms`; `park` goes to `waiting` until `run_at_ms`
+    (or an event); `dead` and `fail` are terminal. `counts_as_attempt=False` hands the claim's
+    attempt back, so the run is not charged for it.
+    """
+
+    kind: NackKind
+    error: str | None = None
+    run_at_ms: int | None = None
+    counts_as_attempt: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class BulkResult:
+    """A bulk operator move: how many rows it moved and how many a second call would move."""
+
+    moved: int
+    remaining: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One job as an operator or a test reads it."""
+
+    id: str
+    run_id: str
+    name: str
+    queue: str
+    state: JobState
+    tenant_id: str | None
+    idempotency_key: str
+    payload: str
+    priority: int
+    attempt: int
+    max_attempts: int
+    dead_letter: bool
+    claims: int
+    claimed_by: str | None
+    lease_until_ms: int | None
+    run_at_ms: int
+    created_at_ms: int
+    updated_at_ms: int
+    finished_at_ms: int | None
+    last_error: str | None
+    progress: float | None
+    enqueued_by: str | None
+    traceparent: str | None
+
+    @property
+    def live(self) -> bool:
+        return self.state in LIVE_STATES
+
+
+@dataclass(frozen=True, slots=True)
+class RequeueFilter:
+    """Which finished jobs a bulk requeue moves: by state, and optionally one queue or one job name."""
+
+    states: tuple[Literal["dead", "failed", "cancelled"], ...] = ("dead",)
+    queue: str | None = None
+    name: str | None = None
+    limit: int = 1000
+
+
+@runtime_checkable
+class JobDriver(Protocol):
+    """The queue of one engine. Every settle is fenced on `state = 'running'` and the claim."""
+
+    async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        """Insert each job unless a live job holds its namespace; one round trip for the batch."""
+        ...
+
+    async def claim(self, options: ClaimOptions) -> ClaimResult:
+        """Move up to the asked number of ready jobs to `running`, and bury exhausted lapsed leases."""
+        ...
+
+    async def ack(self, claim: Claim) -> bool:
+        """Settle a run `completed`; answers whether the fence held."""
+        ...
+
+    async def nack(self, claim: Claim, nack: Nack) -> bool:
+        """Settle a run that did not complete; answers whether the fence held."""
+        ...
+
+    async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
+        """Extend the lease by `lease_ms` from the driver's now; answers whether the fence held."""
+        ...
+
+    async def record_progress(self, claim: Claim, progress: float) -> bool:
+        """Store the run's progress (0.0 to 1.0); answers whether the fence held."""
+        ...
+
+    async def cancel(self, job_id: str, reason: str | None = None) -> JobRecord:
+        """Cancel a live job; a finished one is `JobNotCancellableError`, a missing one `JobNotFoundError`."""
+        ...
+
+    async def requeue(self, job_id: str) -> JobRecord:
+        """Put a finished job back to `ready` with its attempts reset, in one statement."""
+        ...
+
+    async def requeue_many(self, where: RequeueFilter) -> BulkResult:
+        """Requeue up to `where.limit` finished jobs; `remaining` is what a second call would move."""
+        ...
+
+    async def get(self, job_id: str) -> JobRecord | None:
+        """One job, or `None`."""
+        ...
+
+
+def assert_claim_queues(options: ClaimOptions) -> None:
+    """Refuse a claim over no queue (every driver calls this first)."""
+    if not options.queues:
+        raise ClaimQueuesEmptyError("claim needs at least one queue; got none")

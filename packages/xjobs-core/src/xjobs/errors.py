@@ -1,0 +1,222 @@
+"""Every refusal xjobs raises: one `XJobsError` base, one subclass per refusal, each with a stable `.code`."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class XJobsError(Exception):
+    """Base of every xjobs refusal; `code` is stable and safe to match on."""
+
+    code: ClassVar[str] = "XJOBS_ERROR"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class OptionInvalidError(XJobsError):
+    """A numeric or enumerated option is not finite, out of range, or of the wrong kind."""
+
+    code = "XJOBS_OPTION_INVALID"
+
+
+class DeclarationInvalidError(XJobsError):
+    """A `job()` or `task()` declaration is malformed (a bad name, a missing callable, …)."""
+
+    code = "XJOBS_DECLARATION_INVALID"
+
+
+class TenantRequiredError(XJobsError):
+    """A job was declared without `tenant=` (a callable or the string "none")."""
+
+    code = "XJOBS_TENANT_REQUIRED"
+
+
+class IdempotencyKeyRequiredError(XJobsError):
+    """A job was declared without an `idempotency_key=` callable."""
+
+    code = "XJOBS_IDEMPOTENCY_KEY_REQUIRED"
+
+
+class JobDuplicateError(XJobsError):
+    """Two different declarations claim one durable job or task name."""
+
+    code = "XJOBS_JOB_DUPLICATE"
+
+
+class JobNotRegisteredError(XJobsError):
+    """A job handle is used before an `App` registered it, or a row names an unknown job."""
+
+    code = "XJOBS_JOB_NOT_REGISTERED"
+
+
+class CronInvalidError(XJobsError):
+    """A task's cron expression does not parse or never matches."""
+
+    code = "XJOBS_CRON_INVALID"
+
+
+class TimeZoneInvalidError(XJobsError):
+    """A task's `tz` is missing or not an IANA zone name."""
+
+    code = "XJOBS_TZ_INVALID"
+
+
+class InputInvalidError(XJobsError):
+    """An input does not validate against the job's pydantic model."""
+
+    code = "XJOBS_INPUT_INVALID"
+
+
+class PayloadInvalidError(XJobsError):
+    """A payload cannot be stored the same way on every backend (NUL, lone surrogate, too big)."""
+
+    code = "XJOBS_PAYLOAD_INVALID"
+
+
+class QueueNameInvalidError(XJobsError):
+    """A queue name is empty, too long, or has characters outside `[A-Za-z0-9_.-]`."""
+
+    code = "XJOBS_QUEUE_INVALID"
+
+
+class KeyUnderivableError(XJobsError):
+    """A declared callable (tenant, idempotency key, concurrency key) raised or returned a non-string."""
+
+    code = "XJOBS_KEY_UNDERIVABLE"
+
+
+class ClaimQueuesEmptyError(XJobsError):
+    """`claim` was asked for no queue at all."""
+
+    code = "XJOBS_CLAIM_QUEUES_EMPTY"
+
+
+class JobNotFoundError(XJobsError):
+    """No job has the given id."""
+
+    code = "XJOBS_JOB_NOT_FOUND"
+
+
+class JobNotCancellableError(XJobsError):
+    """The job has already finished (completed, failed, dead or cancelled)."""
+
+    code = "XJOBS_JOB_NOT_CANCELLABLE"
+
+
+class JobNotRequeueableError(XJobsError):
+    """The job is still live (ready, running or waiting), so there is nothing to requeue."""
+
+    code = "XJOBS_JOB_NOT_REQUEUEABLE"
+
+
+class JobRequeueDuplicateError(XJobsError):
+    """Another live job already holds this job's idempotency namespace."""
+
+    code = "XJOBS_JOB_REQUEUE_DUPLICATE"
+
+
+class BackendUnknownError(XJobsError):
+    """No installed plugin opens URLs of this scheme."""
+
+    code = "XJOBS_BACKEND_UNKNOWN"
+
+
+class BackendConflictError(XJobsError):
+    """Two installed plugins claim one URL scheme."""
+
+    code = "XJOBS_BACKEND_CONFLICT"
+
+
+class DriverApiMismatchError(XJobsError):
+    """A plugin was built for another version of the driver contract."""
+
+    code = "XJOBS_DRIVER_API_MISMATCH"
+
+
+class BackendClosedError(XJobsError):
+    """The app or backend is not open (use `async with app:`)."""
+
+    code = "XJOBS_BACKEND_CLOSED"
+
+
+class CapabilityMissingError(XJobsError):
+    """The backend does not offer a capability this call needs."""
+
+    code = "XJOBS_CAPABILITY_MISSING"
+
+
+class ConcurrencyUnenforceableError(XJobsError):
+    """A job declares `concurrency` but the backend has no lease store to enforce it fleet-wide."""
+
+    code = "XJOBS_CONCURRENCY_UNENFORCEABLE"
+
+
+class WorkerStateError(XJobsError):
+    """A worker was started twice, or started while it drains."""
+
+    code = "XJOBS_WORKER_STATE"
+
+
+class TimeoutExceededError(XJobsError):
+    """The run's `timeout` elapsed: the body was cancelled, then the attempt failed."""
+
+    code = "XJOBS_TIMEOUT"
+
+
+class LeaseLostError(XJobsError):
+    """The job's claim moved on: no heartbeat landed for a whole lease window, or a fenced write missed."""
+
+    code = "XJOBS_LEASE_LOST"
+
+
+class AbortedError(XJobsError):
+    """The run was cancelled; it may write nothing more."""
+
+    code = "XJOBS_ABORTED"
+
+
+class DrainingError(XJobsError):
+    """The worker is shutting down and the drain cut-off passed: the run is interrupted and retried."""
+
+    code = "XJOBS_DRAINING"
+
+
+class JobCancelledError(XJobsError):
+    """An operator cancelled the job while it ran."""
+
+    code = "XJOBS_JOB_CANCELLED"
+
+
+class AppStateError(XJobsError):
+    """The app was used in a way its lifecycle does not allow (opened twice, a handle used outside it)."""
+
+    code = "XJOBS_APP_STATE"
+
+
+class AppLoadError(XJobsError):
+    """`MODULE:APP` does not name an importable `xjobs.App`."""
+
+    code = "XJOBS_APP_LOAD"
+
+
+class Terminal(XJobsError):  # noqa: N818 - the public name users raise
+    """Raise from a job body to fail the job for good: no retry, whatever attempts are left."""
+
+    code = "XJOBS_TERMINAL"
+
+
+class SlotLostError(XJobsError):
+    """The run's fleet concurrency slot could not be renewed for a whole TTL: the run is cancelled."""
+
+    code = "XJOBS_SLOT_LOST"
+
+
+class KeyBusyError(XJobsError):
+    """Another run holds this job's concurrency key and the job declared `when_busy="fail"`."""
+
+    code = "XJOBS_KEY_BUSY"

@@ -1,0 +1,287 @@
+"""The memory job driver: the reference for every job-driver rule the parity suite pins."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xjobs.backend import WakeSource
+from xjobs.clock import Clock
+from xjobs.driver import (
+    LIVE_STATES,
+    BulkResult,
+    Claim,
+    ClaimedJob,
+    ClaimOptions,
+    ClaimResult,
+    EnqueueResult,
+    JobRecord,
+    Nack,
+    NewJob,
+    RequeueFilter,
+    assert_claim_queues,
+)
+from xjobs.errors import (
+    JobNotCancellableError,
+    JobNotFoundError,
+    JobNotRequeueableError,
+    JobRequeueDuplicateError,
+)
+from xjobs.memory.rows import JobRow
+from xjobs.memory.workers import MemoryWorkerRegistry
+
+LAPSED_ON_FINAL_ATTEMPT = "lease lapsed on the final attempt"
+
+_Entry = tuple[int, int, str, int]  # (priority, run_at_ms, id, version)
+
+
+@dataclass
+class _Queue:
+    due: list[_Entry] = field(default_factory=list)
+    delayed: list[tuple[int, str, int]] = field(default_factory=list)  # (run_at_ms, id, version)
+    running: set[str] = field(default_factory=set)
+
+
+class MemoryJobDriver:
+    """Jobs in a dict, with a due heap and a delayed heap per queue; every method is atomic."""
+
+    def __init__(self, clock: Clock, workers: MemoryWorkerRegistry, wake: WakeSource) -> None:
+        self._clock = clock
+        self._workers = workers
+        self._wake = wake
+        self._rows: dict[str, JobRow] = {}
+        self._versions: dict[str, int] = {}
+        self._live: dict[tuple[str, str, str], str] = {}
+        self._queues: dict[str, _Queue] = {}
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def _queue(self, name: str) -> _Queue:
+        queue = self._queues.get(name)
+        if queue is None:
+            queue = self._queues[name] = _Queue()
+        return queue
+
+    def _touch(self, row: JobRow, now: int) -> None:
+        """Record a change: bump the row's version (stale heap entries die) and re-index it."""
+        row.updated_at_ms = now
+        version = self._versions.get(row.id, 0) + 1
+        self._versions[row.id] = version
+        queue = self._queue(row.queue)
+        if row.state == "running":
+            queue.running.add(row.id)
+        else:
+            queue.running.discard(row.id)
+        if row.state in LIVE_STATES:
+            self._live[row.namespace] = row.id
+        elif self._live.get(row.namespace) == row.id:
+            del self._live[row.namespace]
+        if row.state in ("ready", "waiting"):
+            if row.run_at_ms <= now and row.state == "ready":
+                heapq.heappush(queue.due, (row.priority, row.run_at_ms, row.id, version))
+            else:
+                heapq.heappush(queue.delayed, (row.run_at_ms, row.id, version))
+
+    def _fenced(self, claim: Claim) -> JobRow | None:
+        row = self._rows.get(claim.job_id)
+        if (
+            row is None
+            or row.state != "running"
+            or row.claimed_by != claim.worker_id
+            or row.claims != claim.claims
+        ):
+            return None
+        return row
+
+    # -- the contract ------------------------------------------------------------------------
+
+    async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        now = self._clock.now_ms()
+        results: list[EnqueueResult] = []
+        woken: set[str] = set()
+        for job in jobs:
+            existing = self._rows.get(job.id)
+            if existing is None:
+                live_id = self._live.get((job.name, job.tenant_id or "", job.idempotency_key))
+                existing = self._rows.get(live_id) if live_id is not None else None
+            if existing is not None:
+                results.append(EnqueueResult(existing.id, existing.run_id, deduped=True))
+                continue
+            row = JobRow.from_new(job, now)
+            self._rows[row.id] = row
+            self._touch(row, now)
+            results.append(EnqueueResult(row.id, row.run_id, deduped=False))
+            if row.run_at_ms <= now:
+                woken.add(row.queue)
+        for queue in sorted(woken):
+            self._wake.emit(queue)
+        return results
+
+    async def claim(self, options: ClaimOptions) -> ClaimResult:
+        assert_claim_queues(options)
+        now = self._clock.now_ms()
+        if options.presence_ttl_ms is not None:
+            self._workers.refresh(options.worker_id, options.presence_ttl_ms)
+        buried: list[JobRow] = []
+        claimed: list[ClaimedJob] = []
+        for name, limit in options.queues.items():
+            queue = self._queue(name)
+            self._promote_due(queue, now)
+            for job_id in sorted(queue.running):
+                row = self._rows[job_id]
+                if row.lease_until_ms is None or row.lease_until_ms > now:
+                    continue
+                if row.attempt >= row.max_attempts:
+                    row.state = "dead" if row.dead_letter else "failed"
+                    row.finished_at_ms = now
+                    row.lease_until_ms = None
+                    row.last_error = LAPSED_ON_FINAL_ATTEMPT
+                    self._touch(row, now)
+                    buried.append(row)
+                else:
+                    version = self._versions[row.id]
+                    heapq.heappush(queue.due, (row.priority, row.run_at_ms, row.id, version))
+            taken = 0
+            while taken < limit and queue.due:
+                _, _, job_id, version = heapq.heappop(queue.due)
+                row = self._rows.get(job_id)
+                if row is None or self._versions.get(job_id) != version:
+                    continue
+                lapsed = row.state == "running" and (row.lease_until_ms or 0) <= now
+                if row.state not in ("ready", "waiting") and not lapsed:
+                    continue
+                row.state = "running"
+                row.attempt += 1
+                row.claims += 1
+                row.claimed_by = options.worker_id
+                row.lease_until_ms = now + options.lease_ms
+                self._touch(row, now)
+                claimed.append(row.claimed())
+                taken += 1
+        return ClaimResult(jobs=tuple(claimed), buried=tuple(r.buried() for r in buried))
+
+    def _promote_due(self, queue: _Queue, now: int) -> None:
+        while queue.delayed and queue.delayed[0][0] <= now:
+            _, job_id, version = heapq.heappop(queue.delayed)
+            row = self._rows.get(job_id)
+            if row is None or self._versions.get(job_id) != version:
+                continue
+            heapq.heappush(queue.due, (row.priority, row.run_at_ms, row.id, version))
+
+    async def ack(self, claim: Claim) -> bool:
+        row = self._fenced(claim)
+        if row is None:
+            return False
+        now = self._clock.now_ms()
+        row.state = "completed"
+        row.finished_at_ms = now
+        row.lease_until_ms = None
+        self._touch(row, now)
+        return True
+
+    async def nack(self, claim: Claim, nack: Nack) -> bool:
+        row = self._fenced(claim)
+        if row is None:
+            return False
+        now = self._clock.now_ms()
+        if not nack.counts_as_attempt:
+            row.attempt = max(row.attempt - 1, 0)
+        row.lease_until_ms = None
+        if nack.kind in ("retry", "shed", "park"):
+            row.state = "waiting" if nack.kind == "park" else "ready"
+            row.run_at_ms = nack.run_at_ms if nack.run_at_ms is not None else now
+        else:
+            row.state = "dead" if nack.kind == "dead" else "failed"
+            row.finished_at_ms = now
+        if nack.kind != "shed" and nack.error is not None:
+            row.last_error = nack.error
+        self._touch(row, now)
+        return True
+
+    async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
+        row = self._fenced(claim)
+        if row is None:
+            return False
+        now = self._clock.now_ms()
+        row.lease_until_ms = now + lease_ms
+        row.updated_at_ms = now
+        return True
+
+    async def record_progress(self, claim: Claim, progress: float) -> bool:
+        row = self._fenced(claim)
+        if row is None:
+            return False
+        row.progress = progress
+        row.updated_at_ms = self._clock.now_ms()
+        return True
+
+    async def cancel(self, job_id: str, reason: str | None = None) -> JobRecord:
+        row = self._rows.get(job_id)
+        if row is None:
+            raise JobNotFoundError(f"no job has id {job_id!r}")
+        if row.state not in LIVE_STATES:
+            raise JobNotCancellableError(f"job {job_id} is already {row.state}; only a live job can be cancelled")
+        now = self._clock.now_ms()
+        row.state = "cancelled"
+        row.finished_at_ms = now
+        row.lease_until_ms = None
+        row.last_error = f"cancelled: {reason}" if reason else "cancelled"
+        self._touch(row, now)
+        return row.record()
+
+    def _requeueable(self, row: JobRow, taken: set[tuple[str, str, str]]) -> bool:
+        return row.namespace not in self._live and row.namespace not in taken
+
+    def _reset(self, row: JobRow, now: int) -> None:
+        row.state = "ready"
+        row.attempt = 0
+        row.run_at_ms = now
+        row.claimed_by = None
+        row.lease_until_ms = None
+        row.finished_at_ms = None
+        row.last_error = None
+        row.progress = None
+        self._touch(row, now)
+
+    async def requeue(self, job_id: str) -> JobRecord:
+        row = self._rows.get(job_id)
+        if row is None:
+            raise JobNotFoundError(f"no job has id {job_id!r}")
+        if row.state in LIVE_STATES:
+            raise JobNotRequeueableError(f"job {job_id} is {row.state}; only a finished job can be requeued")
+        if not self._requeueable(row, set()):
+            raise JobRequeueDuplicateError(
+                f"job {job_id} cannot be requeued: live job {self._live[row.namespace]} holds its "
+                "idempotency key"
+            )
+        self._reset(row, self._clock.now_ms())
+        return row.record()
+
+    def _requeue_candidates(self, where: RequeueFilter) -> list[JobRow]:
+        rows = [
+            row
+            for row in self._rows.values()
+            if row.state in where.states
+            and (where.queue is None or row.queue == where.queue)
+            and (where.name is None or row.name == where.name)
+        ]
+        rows.sort(key=lambda r: (r.created_at_ms, r.id))
+        picked: list[JobRow] = []
+        taken: set[tuple[str, str, str]] = set()
+        for row in rows:
+            if self._requeueable(row, taken):
+                taken.add(row.namespace)
+                picked.append(row)
+        return picked
+
+    async def requeue_many(self, where: RequeueFilter) -> BulkResult:
+        now = self._clock.now_ms()
+        moved = self._requeue_candidates(where)[: where.limit]
+        for row in moved:
+            self._reset(row, now)
+        return BulkResult(moved=len(moved), remaining=len(self._requeue_candidates(where)))
+
+    async def get(self, job_id: str) -> JobRecord | None:
+        row = self._rows.get(job_id)
+        return None if row is None else row.record()

@@ -1,0 +1,68 @@
+"""The memory backend's plugin: registered through the `xjobs` entry point like every other driver."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+from xjobs.backend import Backend, WakeSource
+from xjobs.clock import Clock, SystemClock
+from xjobs.hookspecs import hookimpl
+from xjobs.memory.driver import MemoryJobDriver
+from xjobs.memory.leases import MemoryLeaseStore
+from xjobs.memory.workers import MemoryWorkerRegistry
+from xjobs.plugins import BackendFactory
+
+_named: dict[str, Backend] = {}
+
+
+def _fresh(url: str, clock: Clock) -> Backend:
+    workers = MemoryWorkerRegistry(clock)
+    wake = WakeSource()
+    wake.set_live(True)  # in one process the hint cannot be lost, so it needs no probe
+    return Backend(
+        name="memory",
+        url=url,
+        clock=clock,
+        jobs=MemoryJobDriver(clock, workers, wake),
+        workers=workers,
+        leases=MemoryLeaseStore(clock),
+        wake=wake,
+    )
+
+
+async def open_backend(url: str, *, clock: Clock | None = None, **_: Any) -> Backend:
+    """`memory://` is a new empty store; `memory://NAME` is one store per name within this process."""
+    name = urlsplit(url).netloc
+    clock = clock or SystemClock()
+    if not name:
+        return _fresh(url, clock)
+    backend = _named.get(name)
+    if backend is None:
+        backend = _named[name] = _fresh(url, clock)
+    return backend
+
+
+@asynccontextmanager
+async def test_backend(clock: Clock) -> AsyncIterator[Backend]:
+    """A fresh store for one test: nothing is shared, so nothing can leak."""
+    backend = _fresh("memory://", clock)
+    try:
+        yield backend
+    finally:
+        await backend.close()
+
+
+@hookimpl
+def xjobs_backends() -> list[BackendFactory]:
+    return [
+        BackendFactory(
+            name="memory",
+            schemes=("memory",),
+            open=open_backend,
+            test_backend=test_backend,
+            description="in-process store, for development and tests; nothing survives the process",
+        )
+    ]

@@ -1,0 +1,122 @@
+"""The memory backend's job row and its projection to the wire records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xjobs.driver import BuriedJob, ClaimedJob, JobRecord, JobState, NewJob
+
+
+@dataclass(slots=True)
+class JobRow:
+    """One job as the memory store keeps it; mutated only under the store's lock."""
+
+    id: str
+    run_id: str
+    name: str
+    queue: str
+    tenant_id: str | None
+    idempotency_key: str
+    payload: str
+    priority: int
+    run_at_ms: int
+    max_attempts: int
+    dead_letter: bool
+    enqueued_by: str | None
+    traceparent: str | None
+    created_at_ms: int
+    updated_at_ms: int
+    state: JobState = "ready"
+    attempt: int = 0
+    claims: int = 0
+    claimed_by: str | None = None
+    lease_until_ms: int | None = None
+    finished_at_ms: int | None = None
+    last_error: str | None = None
+    progress: float | None = None
+
+    @classmethod
+    def from_new(cls, job: NewJob, now_ms: int) -> JobRow:
+        return cls(
+            id=job.id,
+            run_id=job.run_id,
+            name=job.name,
+            queue=job.queue,
+            tenant_id=job.tenant_id,
+            idempotency_key=job.idempotency_key,
+            payload=job.payload,
+            priority=job.priority,
+            run_at_ms=job.run_at_ms if job.run_at_ms is not None else now_ms,
+            max_attempts=job.max_attempts,
+            dead_letter=job.dead_letter,
+            enqueued_by=job.enqueued_by,
+            traceparent=job.traceparent,
+            created_at_ms=now_ms,
+            updated_at_ms=now_ms,
+        )
+
+    @property
+    def namespace(self) -> tuple[str, str, str]:
+        """The idempotency namespace: `(name, coalesce(tenant_id, ''), idempotency_key)`."""
+        return (self.name, self.tenant_id or "", self.idempotency_key)
+
+    def claimed(self) -> ClaimedJob:
+        assert self.claimed_by is not None and self.lease_until_ms is not None
+        return ClaimedJob(
+            id=self.id,
+            run_id=self.run_id,
+            name=self.name,
+            queue=self.queue,
+            tenant_id=self.tenant_id,
+            payload=self.payload,
+            priority=self.priority,
+            attempt=self.attempt,
+            max_attempts=self.max_attempts,
+            dead_letter=self.dead_letter,
+            claims=self.claims,
+            worker_id=self.claimed_by,
+            lease_until_ms=self.lease_until_ms,
+            enqueued_by=self.enqueued_by,
+            traceparent=self.traceparent,
+            created_at_ms=self.created_at_ms,
+        )
+
+    def buried(self) -> BuriedJob:
+        assert self.state in ("dead", "failed")
+        return BuriedJob(
+            id=self.id,
+            run_id=self.run_id,
+            name=self.name,
+            queue=self.queue,
+            tenant_id=self.tenant_id,
+            payload=self.payload,
+            state="dead" if self.state == "dead" else "failed",
+            attempt=self.attempt,
+        )
+
+    def record(self) -> JobRecord:
+        return JobRecord(
+            id=self.id,
+            run_id=self.run_id,
+            name=self.name,
+            queue=self.queue,
+            state=self.state,
+            tenant_id=self.tenant_id,
+            idempotency_key=self.idempotency_key,
+            payload=self.payload,
+            priority=self.priority,
+            attempt=self.attempt,
+            max_attempts=self.max_attempts,
+            dead_letter=self.dead_letter,
+            claims=self.claims,
+            claimed_by=self.claimed_by,
+            lease_until_ms=self.lease_until_ms,
+            run_at_ms=self.run_at_ms,
+            created_at_ms=self.created_at_ms,
+            updated_at_ms=self.updated_at_ms,
+            finished_at_ms=self.finished_at_ms,
+            last_error=self.last_error,
+            progress=self.progress,
+            enqueued_by=self.enqueued_by,
+            traceparent=self.traceparent,
+        )

@@ -1,0 +1,382 @@
+"""The worker role: the claim loop (one chain), per-run wiring, and the two-phase drain."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from xjobs.backend import Backend
+from xjobs.clock import Clock
+from xjobs.driver import BuriedJob, ClaimedJob, ClaimOptions, Nack
+from xjobs.errors import DrainingError, JobNotRegisteredError, WorkerStateError
+from xjobs.execute import execute_job
+from xjobs.heartbeat import LeaseKeeper
+from xjobs.idle_backoff import IdleBackoff
+from xjobs.ids import new_worker_id
+from xjobs.job import JobHandle
+from xjobs.registry import Registry
+from xjobs.run_signal import RunSignal
+from xjobs.settled import Settled, SettledHook, announce_settled
+from xjobs.stores import SlotHolder, WorkerInfo
+from xjobs.waker import Waker
+from xjobs.worker_admit import SHED_DELAY_MS, admit, assert_enforceable
+from xjobs.worker_options import WorkerOptions
+from xjobs.worker_stats import WorkerStats
+
+log = logging.getLogger("xjobs.worker")
+
+State = Literal["new", "running", "draining", "closed"]
+
+
+@dataclass(eq=False)
+class _Run:
+    job: ClaimedJob
+    signal: RunSignal = field(default_factory=RunSignal)
+    task: asyncio.Task[None] | None = None
+
+
+class Worker:
+    """Claims jobs from its queues and runs each through `execute_job`, up to its slots."""
+
+    def __init__(
+        self,
+        *,
+        backend: Backend,
+        registry: Registry,
+        options: WorkerOptions,
+        clock: Clock,
+        hooks: tuple[SettledHook, ...] = (),
+    ) -> None:
+        self.id = new_worker_id()
+        self.options = options
+        self.stats = WorkerStats()
+        self._backend = backend
+        self._driver = backend.jobs
+        self._registry = registry
+        self._clock = clock
+        self._hooks = hooks
+        self._state: State = "new"
+        self._accepting = False
+        self._until_idle = False
+        self._waker = Waker()
+        wake = backend.wake
+        self._backoff = IdleBackoff(options.poll_floor_ms, lambda: wake is not None and wake.live)
+        self._in_flight = dict.fromkeys(options.queues, 0)
+        self._runs: dict[str, _Run] = {}
+        self._side: set[asyncio.Task[None]] = set()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._drain_timer: asyncio.TimerHandle | None = None
+        self._due_timer: asyncio.TimerHandle | None = None
+        self._due_at: int | None = None
+        self._unsubscribe: Any = None
+        self._rotation = 0
+        self._last_presence = time.monotonic()
+        self._done: asyncio.Future[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def running_jobs(self) -> int:
+        return len(self._runs)
+
+    async def start(self, *, until_idle: bool = False) -> None:
+        """Announce this worker and start the claim loop."""
+        if self._state != "new":
+            raise WorkerStateError(f"worker {self.id} is {self._state}; a worker starts once")
+        served = [h for h in self._registry.jobs.values() if h.queue in self.options.queues]
+        assert_enforceable(served, self._backend.leases)
+        self._state = "running"
+        self._accepting = True
+        self._until_idle = until_idle
+        self._done = asyncio.get_running_loop().create_future()
+        if self._backend.workers is not None:
+            now = self._clock.now_ms()
+            info = WorkerInfo(self.id, socket.gethostname(), os.getpid(), self.options.queues, now, now)
+            await self._backend.workers.announce(info, self.options.presence_ttl_ms)
+        if self._backend.wake is not None:
+            self._unsubscribe = self._backend.wake.subscribe(self._on_wake)
+        self._loop_task = asyncio.ensure_future(self._loop())
+
+    async def wait(self) -> None:
+        """Until the loop ends: idle (with `until_idle`) or stopped."""
+        if self._done is None:
+            raise WorkerStateError(f"worker {self.id} was never started")
+        await asyncio.shield(self._done)
+
+    def stop_accepting(self, *, drain_timeout_ms: int | None = None) -> None:
+        """Phase one: stop claiming and clear the poll timer; with a timeout, arm the drain cut-off. Aborts nothing."""
+        if self._state != "running":
+            return
+        self._state = "draining"
+        self._accepting = False
+        self._waker.kick()
+        if self._due_timer is not None:
+            self._due_timer.cancel()
+            self._due_timer = None
+        if drain_timeout_ms is not None:
+            cutoff_s = max(drain_timeout_ms - self.options.drain_margin_ms, 0) / 1000
+            self._drain_timer = asyncio.get_running_loop().call_later(cutoff_s, self.interrupt)
+
+    def interrupt(self) -> None:
+        """The drain cut-off: every running job's signal aborts with `XJOBS_DRAINING`, to settle `interrupted`."""
+        for run in list(self._runs.values()):
+            run.signal.abort(DrainingError(f"worker {self.id} is shutting down"))
+
+    async def close(self) -> None:
+        """Phase two: wait out the claim round and the running jobs, then forget this worker (joined)."""
+        if self._state == "closed":
+            return
+        self.stop_accepting()
+        if self._loop_task is not None:
+            await asyncio.gather(self._loop_task, return_exceptions=True)
+        tasks = [run.task for run in self._runs.values() if run.task is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._side:
+            await asyncio.gather(*self._side, return_exceptions=True)
+        if self._drain_timer is not None:
+            self._drain_timer.cancel()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        if self._backend.workers is not None:
+            try:
+                await self._backend.workers.forget(self.id)
+            except Exception:
+                log.warning("jobs.worker.forget-failed", extra={"worker_id": self.id}, exc_info=True)
+        self._state = "closed"
+        self._finish()
+
+    async def stop(self) -> None:
+        """Stop claiming and let every running job finish (unbounded), then close."""
+        self.stop_accepting()
+        await self.close()
+
+    async def drain(self, timeout_ms: int | None = None) -> None:
+        """SIGTERM's shutdown: running jobs may finish until the cut-off, then are interrupted."""
+        self.stop_accepting(drain_timeout_ms=self.options.drain_timeout_ms if timeout_ms is None else timeout_ms)
+        await self.close()
+
+    def _finish(self) -> None:
+        if self._done is not None and not self._done.done():
+            self._done.set_result(None)
+
+    # -- the claim loop ----------------------------------------------------------------------
+
+    def _on_wake(self, queue: str) -> None:
+        if queue in self._in_flight:
+            self._backoff.reset()
+            self._waker.kick()
+
+    def _asks(self) -> dict[str, int]:
+        """Free slots per queue, capped by `max_in_flight`, rotated so no queue always asks first."""
+        budget = self.options.max_in_flight - len(self._runs)
+        queues = self.options.queues
+        start = self._rotation % len(queues)
+        self._rotation += 1
+        asks: dict[str, int] = {}
+        for queue in queues[start:] + queues[:start]:
+            if budget <= 0:
+                break
+            free = min(self.options.concurrency[queue] - self._in_flight[queue], budget)
+            if free > 0:
+                asks[queue] = free
+                budget -= free
+        return asks
+
+    async def _loop(self) -> None:
+        while self._accepting:
+            asks = self._asks()
+            try:
+                got = await self._pass(asks) if asks else 0
+            except Exception:
+                log.exception("jobs.worker.pass-failed", extra={"worker_id": self.id})
+                self._backoff.reset()
+                delay_ms = self._backoff.floor_ms  # a failed pass re-arms at the floor
+            else:
+                if not asks:  # every slot is busy: a freed slot kicks the next pass
+                    await self._keep_presence()
+                    delay_ms = self.options.presence_ttl_ms // 3
+                elif got >= sum(asks.values()):
+                    self._backoff.reset()
+                    delay_ms = 0
+                elif got > 0:
+                    self._backoff.reset()
+                    delay_ms = self._backoff.floor_ms
+                elif self._until_idle and not self._runs:
+                    break
+                else:
+                    delay_ms = self._backoff.next_ms()
+            if self._accepting and delay_ms > 0:
+                await self._waker.wait(delay_ms / 1000)
+        self._finish()
+
+    async def _keep_presence(self) -> None:
+        """A full worker claims nothing: refresh the registry row on its own once a third of its TTL passed."""
+        workers = self._backend.workers
+        if workers is None or time.monotonic() - self._last_presence < self.options.presence_ttl_ms / 3000:
+            return
+        self._last_presence = time.monotonic()
+        try:
+            await workers.beat(self.id, self.options.presence_ttl_ms)
+        except Exception:
+            log.warning("jobs.worker.presence-failed", extra={"worker_id": self.id}, exc_info=True)
+
+    async def _pass(self, asks: dict[str, int]) -> int:
+        """One claim over every queue with a free slot; answers how many jobs it took."""
+        options = ClaimOptions(self.id, asks, self.options.lease_ms, self.options.presence_ttl_ms)
+        result = await self._driver.claim(options)
+        self._last_presence = time.monotonic()
+        self.stats.claimed += len(result.jobs)
+        self.stats.buried += len(result.buried)
+        for buried in result.buried:
+            self._spawn_side(self._announce_buried(buried))
+        if not self._accepting:
+            # The drain raced this round: what it claimed goes back, uncounted.
+            for job in result.jobs:
+                await self._hand_back(job)
+            return len(result.jobs)
+        for job in result.jobs:
+            self._start(job)
+        return len(result.jobs)
+
+    def _spawn_side(self, coro: Any) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._side.add(task)
+        task.add_done_callback(self._side.discard)
+
+    async def _hand_back(self, job: ClaimedJob) -> None:
+        try:
+            await self._driver.nack(job.claim, Nack("shed", run_at_ms=self._clock.now_ms(), counts_as_attempt=False))
+            self.stats.handed_back += 1
+        except Exception:
+            log.warning("jobs.worker.hand-back-failed", extra={"job_id": job.id}, exc_info=True)
+
+    def _hooks_for(self, handle: JobHandle[Any] | None) -> tuple[SettledHook, ...]:
+        if handle is not None and handle.on_settled is not None:
+            return (*self._hooks, handle.on_settled)
+        return self._hooks
+
+    async def _announce_buried(self, buried: BuriedJob) -> None:
+        handle = self._registry.jobs.get(buried.name)
+        tenant: str | None = None
+        if handle is not None:
+            try:
+                tenant = handle.tenant_for(handle.input_model.model_validate_json(buried.payload))
+            except Exception:
+                tenant = None
+        outcome = "dead-lettered" if buried.state == "dead" else "dropped"
+        log.warning("jobs.claim.buried", extra={"job_id": buried.id, "job": buried.name, "outcome": outcome})
+        event = Settled(
+            buried.id, buried.run_id, buried.name, buried.queue, outcome, buried.attempt, tenant,
+            "lease lapsed on the final attempt",
+        )
+        await announce_settled(self._hooks_for(handle), event)
+
+    # -- one run -----------------------------------------------------------------------------
+
+    def _start(self, job: ClaimedJob) -> None:
+        run = _Run(job)
+        self._runs[job.id] = run
+        self._in_flight[job.queue] = self._in_flight.get(job.queue, 0) + 1
+        run.task = asyncio.ensure_future(self._run(run))
+
+    async def _run(self, run: _Run) -> None:
+        job = run.job
+        handle = self._registry.jobs.get(job.name)
+        keeper = LeaseKeeper(
+            self._driver, job.claim, lease_ms=self.options.lease_ms,
+            every_ms=self.options.heartbeat_ms, signal=run.signal,
+        )
+        slot: tuple[str, SlotHolder] | None = None
+        try:
+            if handle is None:
+                await self._settle_unknown(job)
+                return
+            admission = await admit(handle, job, self._backend.leases, self.options.lease_ms)
+            if admission.verdict == "shed":
+                await self._shed(job)
+                return
+            if admission.verdict == "refuse":
+                await self._refuse(handle, job, admission.reason or "busy")
+                return
+            leases = self._backend.leases
+            if admission.slot_key is not None and leases is not None:
+                key, holder = admission.slot_key, SlotHolder(job.id, job.claims)
+                slot = (key, holder)
+                keeper.hold(f"fleet slot {key}", lambda: leases.renew(key, holder, self.options.lease_ms))
+            keeper.start()
+            execution = await execute_job(
+                handle, job, driver=self._driver, clock=self._clock, signal=run.signal,
+                hooks=self._hooks_for(handle), refusal=admission.error,
+            )
+            self.stats.count(execution.outcome)
+            if execution.resume_at_ms is not None:
+                self._kick_at(execution.resume_at_ms)
+        except Exception:
+            # The settle itself failed (the store is unreachable): the lease lapses and the job is reclaimed.
+            log.exception("jobs.worker.run-failed", extra={"job_id": job.id, "job": job.name})
+        finally:
+            keeper.stop()
+            if slot is not None and self._backend.leases is not None:
+                try:
+                    await self._backend.leases.release(*slot)
+                except Exception:
+                    log.warning("jobs.worker.slot-release-failed", extra={"job_id": job.id}, exc_info=True)
+            self._runs.pop(job.id, None)
+            self._in_flight[job.queue] -= 1
+            self._waker.kick()  # a freed slot kicks one pass
+
+    async def _shed(self, job: ClaimedJob) -> None:
+        nack = Nack("shed", run_at_ms=self._clock.now_ms() + SHED_DELAY_MS, counts_as_attempt=False)
+        if await self._driver.nack(job.claim, nack):
+            self.stats.count("shed")
+            log.info("jobs.worker.shed", extra={"job_id": job.id, "job": job.name})
+            self._kick_at(nack.run_at_ms or 0)
+
+    async def _refuse(self, handle: JobHandle[Any], job: ClaimedJob, reason: str) -> None:
+        nack = Nack("fail", error=f"refused: {reason}", counts_as_attempt=False)
+        if not await self._driver.nack(job.claim, nack):
+            log.warning("jobs.settle.unowned", extra={"job_id": job.id, "job": job.name})
+            return
+        self.stats.count("refused")
+        try:
+            tenant = handle.tenant_for(handle.input_model.model_validate_json(job.payload))
+        except Exception:
+            tenant = None
+        event = Settled(job.id, job.run_id, job.name, job.queue, "refused", job.attempt - 1, tenant, nack.error)
+        await announce_settled(self._hooks_for(handle), event)
+
+    async def _settle_unknown(self, job: ClaimedJob) -> None:
+        """A row names a job this worker does not know: a counted failed attempt, so it surfaces as dead."""
+        error = str(JobNotRegisteredError(f"no job named {job.name!r} is registered in this worker"))
+        final = job.attempt >= job.max_attempts
+        if final:
+            nack = Nack("dead" if job.dead_letter else "fail", error)
+        else:
+            nack = Nack("retry", error, self._clock.now_ms() + SHED_DELAY_MS)
+        if await self._driver.nack(job.claim, nack):
+            self.stats.count(("dead-lettered" if job.dead_letter else "dropped") if final else "retried")
+
+    def _kick_at(self, at_ms: int) -> None:
+        """A due retry kicks one pass at its time; only the earliest pending one needs a timer."""
+        if not self._accepting or (self._due_at is not None and self._due_at <= at_ms):
+            return
+        if self._due_timer is not None:
+            self._due_timer.cancel()
+        self._due_at = at_ms
+        delay_s = max(at_ms - self._clock.now_ms(), 0) / 1000
+        self._due_timer = asyncio.get_running_loop().call_later(delay_s, self._kick_due)
+
+    def _kick_due(self) -> None:
+        self._due_timer = None
+        self._due_at = None
+        self._waker.kick()

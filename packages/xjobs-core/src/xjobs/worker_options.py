@@ -1,0 +1,88 @@
+"""`WorkerOptions`: every knob of a worker, each read by its own key and validated once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from xjobs.errors import OptionInvalidError
+from xjobs.names import validate_queue
+from xjobs.options import duration_ms, finite_count
+
+MAX_CONCURRENCY = 10_000
+DEFAULT_LEASE = timedelta(seconds=30)
+DEFAULT_POLL_FLOOR = timedelta(milliseconds=50)
+DEFAULT_DRAIN_TIMEOUT = timedelta(seconds=30)
+DEFAULT_DRAIN_MARGIN = timedelta(seconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """A worker's resolved options: per-queue slots, the process cap, lease and poll timings, the drain."""
+
+    queues: tuple[str, ...]
+    concurrency: Mapping[str, int]
+    max_in_flight: int
+    lease_ms: int
+    heartbeat_ms: int
+    presence_ttl_ms: int
+    poll_floor_ms: int
+    drain_timeout_ms: int
+    drain_margin_ms: int
+
+    @property
+    def slots(self) -> int:
+        return min(self.max_in_flight, sum(self.concurrency.values()))
+
+
+def resolve_worker_options(
+    *,
+    queues: Sequence[str],
+    concurrency: int | Mapping[str, int] = 10,
+    max_in_flight: int | None = None,
+    lease: timedelta = DEFAULT_LEASE,
+    heartbeat: timedelta | None = None,
+    poll_floor: timedelta = DEFAULT_POLL_FLOOR,
+    drain_timeout: timedelta = DEFAULT_DRAIN_TIMEOUT,
+    drain_margin: timedelta = DEFAULT_DRAIN_MARGIN,
+) -> WorkerOptions:
+    """Validate each option under its own name; a bad one is `XJOBS_OPTION_INVALID` naming it."""
+    if isinstance(queues, str) or not queues:
+        raise OptionInvalidError("queues must be a non-empty list of queue names")
+    names = tuple(dict.fromkeys(validate_queue(q) for q in queues))
+    if isinstance(concurrency, Mapping):
+        unknown = sorted(set(concurrency) - set(names))
+        if unknown:
+            raise OptionInvalidError(f"concurrency names queues this worker does not serve: {unknown}")
+        per_queue = {
+            q: finite_count(f"concurrency[{q!r}]", concurrency.get(q, 0), minimum=0, maximum=MAX_CONCURRENCY)
+            for q in names
+        }
+    else:
+        each = finite_count("concurrency", concurrency, minimum=0, maximum=MAX_CONCURRENCY)
+        per_queue = dict.fromkeys(names, each)
+    cap = sum(per_queue.values())
+    if max_in_flight is not None:
+        cap = finite_count("max_in_flight", max_in_flight, minimum=0, maximum=MAX_CONCURRENCY)
+    lease_ms = duration_ms("lease", lease)
+    if lease_ms < 300:
+        raise OptionInvalidError(f"lease must be at least 300 ms, got {lease}")
+    heartbeat_ms = lease_ms // 3 if heartbeat is None else duration_ms("heartbeat", heartbeat)
+    if heartbeat_ms * 3 > lease_ms:
+        raise OptionInvalidError(
+            f"heartbeat ({heartbeat_ms} ms) must be at most a third of the lease ({lease_ms} ms)"
+        )
+    drain_margin_ms = duration_ms("drain_margin", drain_margin, allow_zero=True)
+    drain_timeout_ms = duration_ms("drain_timeout", drain_timeout, allow_zero=True)
+    return WorkerOptions(
+        queues=names,
+        concurrency=per_queue,
+        max_in_flight=cap,
+        lease_ms=lease_ms,
+        heartbeat_ms=heartbeat_ms,
+        presence_ttl_ms=max(lease_ms, 60_000),
+        poll_floor_ms=duration_ms("poll_floor", poll_floor),
+        drain_timeout_ms=drain_timeout_ms,
+        drain_margin_ms=min(drain_margin_ms, drain_timeout_ms),
+    )
