@@ -7,7 +7,7 @@ import contextlib
 import logging
 import signal
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
@@ -35,9 +35,15 @@ from xjobs.worker_stats import WorkerStats
 
 log = logging.getLogger("xjobs.app")
 
+AppHook = Callable[["App"], Awaitable[None]]
+
 
 class App:
-    """A service's xjobs: `async with App(backend=url, jobs=[module]) as app:` opens it."""
+    """A service's xjobs: `async with App(backend=url, jobs=[module]) as app:` opens it.
+
+    `on_worker_start` / `on_worker_stop` run around `run_worker` in the worker's process (open a
+    pool, warm a cache); `on_settled` is called after every ending settle that landed.
+    """
 
     def __init__(
         self,
@@ -47,11 +53,15 @@ class App:
         tasks: Iterable[object] = (),
         clock: Clock | None = None,
         on_settled: SettledHook | None = None,
+        on_worker_start: AppHook | None = None,
+        on_worker_stop: AppHook | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         backend_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.registry = Registry(jobs, tasks)
-        self.clock: Clock = clock or (backend.clock if isinstance(backend, Backend) else SystemClock())
+        self.clock: Clock = clock or (
+            backend.clock if isinstance(backend, Backend) else SystemClock()
+        )
         self._target = backend
         self._backend_options = dict(backend_options or {})
         self._backend: Backend | None = None
@@ -59,6 +69,8 @@ class App:
         self._hooks: tuple[SettledHook, ...] = (on_settled,) if on_settled is not None else ()
         self._max_payload_bytes = max_payload_bytes
         self._facade: JobsFacade | None = None
+        self._on_worker_start = on_worker_start
+        self._on_worker_stop = on_worker_stop
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -71,7 +83,9 @@ class App:
         else:
             backend = await connect(self._target, clock=self.clock, **self._backend_options)
         self._backend = backend
-        self._facade = JobsFacade(backend.jobs, self.clock, max_payload_bytes=self._max_payload_bytes)
+        self._facade = JobsFacade(
+            backend.jobs, self.clock, max_payload_bytes=self._max_payload_bytes
+        )
         for handle in self.registry.jobs.values():
             handle.bind(self._facade)
         return self
@@ -92,7 +106,10 @@ class App:
         return await self.open()
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.close()
 
@@ -194,7 +211,11 @@ class App:
             drain_margin=drain_margin,
         )
         return Worker(
-            backend=self.backend, registry=self.registry, options=options, clock=self.clock, hooks=self._hooks
+            backend=self.backend,
+            registry=self.registry,
+            options=options,
+            clock=self.clock,
+            hooks=self._hooks,
         )
 
     async def run_worker(
@@ -223,13 +244,21 @@ class App:
             drain_margin=drain_margin,
         )
         if handle_signals is None:
-            handle_signals = not until_idle and threading.current_thread() is threading.main_thread()
-        with _drain_on_signals(worker) if handle_signals else contextlib.nullcontext():
-            await worker.start(until_idle=until_idle)
-            try:
-                await worker.wait()
-            finally:
-                await worker.close()
+            handle_signals = (
+                not until_idle and threading.current_thread() is threading.main_thread()
+            )
+        if self._on_worker_start is not None:
+            await self._on_worker_start(self)
+        try:
+            with _drain_on_signals(worker) if handle_signals else contextlib.nullcontext():
+                await worker.start(until_idle=until_idle)
+                try:
+                    await worker.wait()
+                finally:
+                    await worker.close()
+        finally:
+            if self._on_worker_stop is not None:
+                await self._on_worker_stop(self)
         return worker.stats
 
 

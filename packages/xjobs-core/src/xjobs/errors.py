@@ -204,7 +204,7 @@ class AppLoadError(XJobsError):
     code = "XJOBS_APP_LOAD"
 
 
-class Terminal(XJobsError):  # noqa: N818 - the public name users raise
+class Terminal(XJobsError):
     """Raise from a job body to fail the job for good: no retry, whatever attempts are left."""
 
     code = "XJOBS_TERMINAL"

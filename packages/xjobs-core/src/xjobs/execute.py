@@ -48,20 +48,30 @@ def describe_error(error: BaseException) -> str:
         return str(error)[:MAX_ERROR_CHARS]
     text = "".join(traceback.format_exception(error)).rstrip()
     head = f"{type(error).__name__}: {error}"
-    return (head + "\n" + text)[:MAX_ERROR_CHARS] if not text.startswith(head) else text[-MAX_ERROR_CHARS:]
+    return (
+        (head + "\n" + text)[:MAX_ERROR_CHARS]
+        if not text.startswith(head)
+        else text[-MAX_ERROR_CHARS:]
+    )
 
 
 def _arm_deadline(handle: JobHandle[Any], signal: RunSignal) -> asyncio.TimerHandle | None:
     if handle.timeout_ms is None:
         return None
-    error = TimeoutExceededError(f"job {handle.name!r} ran past its timeout of {handle.timeout_ms} ms")
+    error = TimeoutExceededError(
+        f"job {handle.name!r} ran past its timeout of {handle.timeout_ms} ms"
+    )
     return asyncio.get_running_loop().call_later(handle.timeout_ms / 1000, signal.abort, error)
 
 
-async def _run_body(handle: JobHandle[Any], ctx: JobContext, value: Any, signal: RunSignal) -> BaseException | None:
+async def _run_body(
+    handle: JobHandle[Any], ctx: JobContext, value: Any, signal: RunSignal
+) -> BaseException | None:
     """Run the body under the signal; answers the error it ended with, or `None` on success."""
     actor = Actor(org_id=ctx.tenant)
-    body: asyncio.Task[object] = asyncio.ensure_future(run_with_context(actor, lambda: handle.fn(ctx, value)))
+    body: asyncio.Task[object] = asyncio.ensure_future(
+        run_with_context(actor, lambda: handle.fn(ctx, value))
+    )
     signal.attach(body)
     deadline = _arm_deadline(handle, signal)
     try:
@@ -79,7 +89,9 @@ async def _run_body(handle: JobHandle[Any], ctx: JobContext, value: Any, signal:
     return body.exception()
 
 
-def _nack_for(job: ClaimedJob, handle: JobHandle[Any], error: BaseException, now_ms: int) -> tuple[Nack, Outcome]:
+def _nack_for(
+    job: ClaimedJob, handle: JobHandle[Any], error: BaseException, now_ms: int
+) -> tuple[Nack, Outcome]:
     """The retry decision, read from the error: a settle sits outside it."""
     text = describe_error(error)
     if isinstance(error, DrainingError | SlotLostError):
@@ -134,7 +146,9 @@ async def execute_job(
         raise
     except Exception as exc:  # input or tenant refused: the attempt fails, the round goes on
         error = exc
-    return await _settle(handle, job, error, tenant, driver=driver, clock=clock, progress=progress, hooks=hooks)
+    return await _settle(
+        handle, job, error, tenant, driver=driver, clock=clock, progress=progress, hooks=hooks
+    )
 
 
 async def _settle(
@@ -162,7 +176,9 @@ async def _settle(
         text = nack.error
         landed = await driver.nack(claim, nack)
     if not landed:
-        log.warning("jobs.settle.unowned", extra={"job_id": job.id, "job": job.name, "outcome": outcome})
+        log.warning(
+            "jobs.settle.unowned", extra={"job_id": job.id, "job": job.name, "outcome": outcome}
+        )
         return Execution("lease-lost", landed=False, error=text)
     event = Settled(job.id, job.run_id, job.name, job.queue, outcome, job.attempt, tenant, text)
     await announce_settled(hooks, event)

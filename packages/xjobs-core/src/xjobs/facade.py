@@ -63,7 +63,9 @@ class JobsFacade:
                     queue=handle.queue,
                     tenant_id=enqueuer_org,
                     idempotency_key=key,
-                    payload=encode_payload(value, job=handle.name, max_bytes=self._max_payload_bytes),
+                    payload=encode_payload(
+                        value, job=handle.name, max_bytes=self._max_payload_bytes
+                    ),
                     priority=priority,
                     run_at_ms=run_at,
                     max_attempts=handle.retry.attempts,

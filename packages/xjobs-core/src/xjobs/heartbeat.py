@@ -31,7 +31,18 @@ class Renewal:
 class LeaseKeeper:
     """Renews a run's job lease (and its fleet slots) every `every_ms`, until stopped or aborted."""
 
-    __slots__ = ("_driver", "_every_s", "_lease_ms", "_renewals", "_signal", "_stopped", "_task", "_timer", "_window_s", "claim")
+    __slots__ = (
+        "_driver",
+        "_every_s",
+        "_lease_ms",
+        "_renewals",
+        "_signal",
+        "_stopped",
+        "_task",
+        "_timer",
+        "_window_s",
+        "claim",
+    )
 
     def __init__(
         self, driver: JobDriver, claim: Claim, *, lease_ms: int, every_ms: int, signal: RunSignal
@@ -52,11 +63,15 @@ class LeaseKeeper:
     def hold(self, what: str, renew: RenewFn) -> None:
         """Also renew `what` (a fleet slot) on each beat; a whole window without a landing is `XJOBS_SLOT_LOST`."""
         self._renewals.append(
-            Renewal(what, renew, lambda: SlotLostError(f"{what} could not be renewed for a whole TTL"))
+            Renewal(
+                what, renew, lambda: SlotLostError(f"{what} could not be renewed for a whole TTL")
+            )
         )
 
     def _job_loss(self) -> XJobsError:
-        return LeaseLostError(f"job {self.claim.job_id}: no heartbeat landed for a whole lease window")
+        return LeaseLostError(
+            f"job {self.claim.job_id}: no heartbeat landed for a whole lease window"
+        )
 
     def stopped(self) -> bool:
         return self._stopped or self._signal.aborted
@@ -94,7 +109,9 @@ class LeaseKeeper:
             if self.stopped():
                 return
             if time.monotonic() - renewal.last_landed >= self._window_s:
-                log.warning("jobs.lease.lost", extra={"job_id": self.claim.job_id, "what": renewal.what})
+                log.warning(
+                    "jobs.lease.lost", extra={"job_id": self.claim.job_id, "what": renewal.what}
+                )
                 self._signal.abort(renewal.loss())
             else:
                 log.warning(

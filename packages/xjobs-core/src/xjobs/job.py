@@ -214,7 +214,9 @@ def _input_model_of(fn: Callable[..., object]) -> type[BaseModel]:
 
 def _build(fn: Callable[..., Awaitable[object]], options: dict[str, Any]) -> JobHandle[Any]:
     if not inspect.iscoroutinefunction(fn):
-        raise DeclarationInvalidError(f"job body {getattr(fn, '__qualname__', fn)!r} must be async def")
+        raise DeclarationInvalidError(
+            f"job body {getattr(fn, '__qualname__', fn)!r} must be async def"
+        )
     declared_name = options["name"]
     if declared_name is not None:
         validate_job_name(declared_name)
@@ -229,7 +231,9 @@ def _build(fn: Callable[..., Awaitable[object]], options: dict[str, Any]) -> Job
     if model is None:
         model = _input_model_of(fn)
     elif not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise DeclarationInvalidError(f"input_model of job {label!r} must be a pydantic model class")
+        raise DeclarationInvalidError(
+            f"input_model of job {label!r} must be a pydantic model class"
+        )
     retry = options["retry"]
     if not isinstance(retry, Retry):
         raise DeclarationInvalidError(f"retry of job {label!r} must be an xjobs.Retry")
@@ -242,7 +246,9 @@ def _build(fn: Callable[..., Awaitable[object]], options: dict[str, Any]) -> Job
         tenant=tenant,
         idempotency_key=key,
         queue=validate_queue(options["queue"]),
-        priority=finite_count("priority", options["priority"], minimum=MIN_PRIORITY, maximum=MAX_PRIORITY),
+        priority=finite_count(
+            "priority", options["priority"], minimum=MIN_PRIORITY, maximum=MAX_PRIORITY
+        ),
         retry=retry,
         timeout_ms=optional_duration_ms("timeout", options["timeout"]),
         step_timeout_ms=optional_duration_ms("step_timeout", options["step_timeout"]),

@@ -38,7 +38,9 @@ def finite_count(name: str, value: object, *, minimum: int = 0, maximum: int | N
     return count
 
 
-def duration_ms(name: str, value: object, *, positive: bool = True, allow_zero: bool = False) -> int:
+def duration_ms(
+    name: str, value: object, *, positive: bool = True, allow_zero: bool = False
+) -> int:
     """A `timedelta` (or a number of seconds) as whole milliseconds, refused when not finite or out of range."""
     if isinstance(value, timedelta):
         seconds = value.total_seconds()

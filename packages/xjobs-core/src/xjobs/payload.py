@@ -24,7 +24,9 @@ def validate_input(model: type[M], value: object, *, job: str) -> M:
         raise InputInvalidError(f"input of job {job!r} is invalid: {exc}") from exc
 
 
-def encode_payload(value: BaseModel, *, job: str, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> str:
+def encode_payload(
+    value: BaseModel, *, job: str, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+) -> str:
     """The JSON text stored for `value`: no NUL, no lone surrogate, at most `max_bytes` of UTF-8."""
     text = value.model_dump_json()
     check_payload_text(text, job=job, max_bytes=max_bytes)

@@ -145,7 +145,9 @@ def factory_for_url(url: str) -> BackendFactory:
     scheme = urlsplit(url).scheme.lower()
     found = registry().by_scheme.get(scheme)
     if found is None:
-        known = ", ".join(f"{s}:// ({i.factory.name})" for s, i in sorted(registry().by_scheme.items()))
+        known = ", ".join(
+            f"{s}:// ({i.factory.name})" for s, i in sorted(registry().by_scheme.items())
+        )
         raise BackendUnknownError(
             f"no installed backend opens {scheme or url!r} URLs; installed: {known or 'none'} "
             "(pip install xjobs-pg for postgresql://, xjobs-redis for redis://)"

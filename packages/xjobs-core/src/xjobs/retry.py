@@ -29,7 +29,9 @@ class Retry:
         base_ms = duration_ms("retry.base", self.base, allow_zero=True)
         cap_ms = duration_ms("retry.cap", self.cap, allow_zero=True)
         if cap_ms < base_ms:
-            raise OptionInvalidError(f"retry.cap ({self.cap}) must not be below retry.base ({self.base})")
+            raise OptionInvalidError(
+                f"retry.cap ({self.cap}) must not be below retry.base ({self.base})"
+            )
         object.__setattr__(self, "base_ms", base_ms)
         object.__setattr__(self, "cap_ms", cap_ms)
         if not isinstance(self.dead_letter, bool):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -38,10 +39,11 @@ async def announce_settled(hooks: tuple[SettledHook, ...], event: Settled) -> No
     """Run each hook for an ending outcome in the run's tenant scope, retried a few times, never raising."""
     if event.outcome not in ENDING_OUTCOMES:
         return
+    actor = Actor(org_id=event.tenant)
     for hook in hooks:
         for attempt in range(1, ON_SETTLED_ATTEMPTS + 1):
             try:
-                await run_with_context(Actor(org_id=event.tenant), lambda h=hook: h(event))
+                await run_with_context(actor, functools.partial(hook, event))
                 break
             except asyncio.CancelledError:
                 raise

@@ -147,7 +147,9 @@ class SchedulerState(Protocol):
         """The last occurrence the task's watermark passed, or `None` before its first."""
         ...
 
-    async def fire(self, task: str, previous_ms: int | None, occurrence_ms: int, job: NewJob) -> bool:
+    async def fire(
+        self, task: str, previous_ms: int | None, occurrence_ms: int, job: NewJob
+    ) -> bool:
         """Move the watermark from `previous_ms` to `occurrence_ms` and insert `job` only if it moved."""
         ...
 

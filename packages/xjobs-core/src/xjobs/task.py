@@ -10,20 +10,29 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterBadDateError, croniter
 from pydantic import BaseModel
 
-from xjobs.errors import CronInvalidError, DeclarationInvalidError, JobDuplicateError, TimeZoneInvalidError
+from xjobs.errors import (
+    CronInvalidError,
+    DeclarationInvalidError,
+    JobDuplicateError,
+    TimeZoneInvalidError,
+)
 from xjobs.job import JobHandle
 from xjobs.names import validate_job_name
 from xjobs.options import finite_count
 
 CatchUp = Literal["latest", "skip", "all"]
-CRON_MACROS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
+CRON_MACROS = frozenset(
+    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+)
 MAX_CATCH_UP = 10_000
 
 
 def validate_cron(expression: object) -> str:
     """A five-field cron expression (or a macro such as `@daily`) that matches at least once."""
     if not isinstance(expression, str) or not expression.strip():
-        raise CronInvalidError(f"cron must be a non-empty five-field expression, got {expression!r}")
+        raise CronInvalidError(
+            f"cron must be a non-empty five-field expression, got {expression!r}"
+        )
     text = " ".join(expression.split())
     if text not in CRON_MACROS and len(text.split(" ")) != 5:
         raise CronInvalidError(
@@ -41,7 +50,9 @@ def validate_cron(expression: object) -> str:
 def validate_tz(tz: object) -> ZoneInfo:
     """An IANA zone name, required (`XJOBS_TZ_INVALID` when missing or unknown)."""
     if not isinstance(tz, str) or not tz:
-        raise TimeZoneInvalidError(f"tz is required: an IANA zone name such as 'Europe/Paris', got {tz!r}")
+        raise TimeZoneInvalidError(
+            f"tz is required: an IANA zone name such as 'Europe/Paris', got {tz!r}"
+        )
     try:
         return ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError) as exc:
@@ -51,7 +62,17 @@ def validate_tz(tz: object) -> ZoneInfo:
 class TaskHandle:
     """One declared cron task: which job it fires, when, in which zone, and how it catches up."""
 
-    __slots__ = ("_name", "catch_up", "cron", "declared_name", "input", "job", "max_catch_up", "tz", "zone")
+    __slots__ = (
+        "_name",
+        "catch_up",
+        "cron",
+        "declared_name",
+        "input",
+        "job",
+        "max_catch_up",
+        "tz",
+        "zone",
+    )
 
     def __init__(
         self,
@@ -120,9 +141,13 @@ def task(
 ) -> TaskHandle:
     """Declare a cron task firing `job`; cron, tz and catch-up are validated here, once."""
     if not isinstance(job, JobHandle):
-        raise DeclarationInvalidError(f"task(job=...) must be a job handle built with job(), got {job!r}")
+        raise DeclarationInvalidError(
+            f"task(job=...) must be a job handle built with job(), got {job!r}"
+        )
     if not callable(input):
-        raise DeclarationInvalidError("task(input=...) must be a callable (occurrence -> job input)")
+        raise DeclarationInvalidError(
+            "task(input=...) must be a callable (occurrence -> job input)"
+        )
     if catch_up not in ("latest", "skip", "all"):
         raise DeclarationInvalidError(
             f"task catch_up must be 'latest', 'skip' or 'all', got {catch_up!r}"

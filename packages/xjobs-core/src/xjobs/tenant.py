@@ -24,7 +24,9 @@ class JobTenant:
         try:
             org = self.derive(value)
         except Exception as exc:
-            raise KeyUnderivableError(f"tenant of job {job!r} could not be derived: {exc!r}") from exc
+            raise KeyUnderivableError(
+                f"tenant of job {job!r} could not be derived: {exc!r}"
+            ) from exc
         if not isinstance(org, str) or not org:
             raise KeyUnderivableError(
                 f"tenant of job {job!r} must derive a non-empty str, got {org!r}"

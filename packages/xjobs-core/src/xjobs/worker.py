@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from xjobs.backend import Backend
 from xjobs.clock import Clock
-from xjobs.driver import BuriedJob, ClaimedJob, ClaimOptions, Nack
+from xjobs.driver import BuriedJob, ClaimedJob, ClaimOptions, Nack, Outcome
 from xjobs.errors import DrainingError, JobNotRegisteredError, WorkerStateError
 from xjobs.execute import execute_job
 from xjobs.heartbeat import LeaseKeeper
@@ -100,7 +100,9 @@ class Worker:
         self._done = asyncio.get_running_loop().create_future()
         if self._backend.workers is not None:
             now = self._clock.now_ms()
-            info = WorkerInfo(self.id, socket.gethostname(), os.getpid(), self.options.queues, now, now)
+            info = WorkerInfo(
+                self.id, socket.gethostname(), os.getpid(), self.options.queues, now, now
+            )
             await self._backend.workers.announce(info, self.options.presence_ttl_ms)
         if self._backend.wake is not None:
             self._unsubscribe = self._backend.wake.subscribe(self._on_wake)
@@ -151,7 +153,9 @@ class Worker:
             try:
                 await self._backend.workers.forget(self.id)
             except Exception:
-                log.warning("jobs.worker.forget-failed", extra={"worker_id": self.id}, exc_info=True)
+                log.warning(
+                    "jobs.worker.forget-failed", extra={"worker_id": self.id}, exc_info=True
+                )
         self._state = "closed"
         self._finish()
 
@@ -162,7 +166,9 @@ class Worker:
 
     async def drain(self, timeout_ms: int | None = None) -> None:
         """SIGTERM's shutdown: running jobs may finish until the cut-off, then are interrupted."""
-        self.stop_accepting(drain_timeout_ms=self.options.drain_timeout_ms if timeout_ms is None else timeout_ms)
+        self.stop_accepting(
+            drain_timeout_ms=self.options.drain_timeout_ms if timeout_ms is None else timeout_ms
+        )
         await self.close()
 
     def _finish(self) -> None:
@@ -222,7 +228,10 @@ class Worker:
     async def _keep_presence(self) -> None:
         """A full worker claims nothing: refresh the registry row on its own once a third of its TTL passed."""
         workers = self._backend.workers
-        if workers is None or time.monotonic() - self._last_presence < self.options.presence_ttl_ms / 3000:
+        if (
+            workers is None
+            or time.monotonic() - self._last_presence < self.options.presence_ttl_ms / 3000
+        ):
             return
         self._last_presence = time.monotonic()
         try:
@@ -255,7 +264,9 @@ class Worker:
 
     async def _hand_back(self, job: ClaimedJob) -> None:
         try:
-            await self._driver.nack(job.claim, Nack("shed", run_at_ms=self._clock.now_ms(), counts_as_attempt=False))
+            await self._driver.nack(
+                job.claim, Nack("shed", run_at_ms=self._clock.now_ms(), counts_as_attempt=False)
+            )
             self.stats.handed_back += 1
         except Exception:
             log.warning("jobs.worker.hand-back-failed", extra={"job_id": job.id}, exc_info=True)
@@ -273,10 +284,18 @@ class Worker:
                 tenant = handle.tenant_for(handle.input_model.model_validate_json(buried.payload))
             except Exception:
                 tenant = None
-        outcome = "dead-lettered" if buried.state == "dead" else "dropped"
-        log.warning("jobs.claim.buried", extra={"job_id": buried.id, "job": buried.name, "outcome": outcome})
+        outcome: Outcome = "dead-lettered" if buried.state == "dead" else "dropped"
+        log.warning(
+            "jobs.claim.buried", extra={"job_id": buried.id, "job": buried.name, "outcome": outcome}
+        )
         event = Settled(
-            buried.id, buried.run_id, buried.name, buried.queue, outcome, buried.attempt, tenant,
+            buried.id,
+            buried.run_id,
+            buried.name,
+            buried.queue,
+            outcome,
+            buried.attempt,
+            tenant,
             "lease lapsed on the final attempt",
         )
         await announce_settled(self._hooks_for(handle), event)
@@ -293,8 +312,11 @@ class Worker:
         job = run.job
         handle = self._registry.jobs.get(job.name)
         keeper = LeaseKeeper(
-            self._driver, job.claim, lease_ms=self.options.lease_ms,
-            every_ms=self.options.heartbeat_ms, signal=run.signal,
+            self._driver,
+            job.claim,
+            lease_ms=self.options.lease_ms,
+            every_ms=self.options.heartbeat_ms,
+            signal=run.signal,
         )
         slot: tuple[str, SlotHolder] | None = None
         try:
@@ -312,11 +334,18 @@ class Worker:
             if admission.slot_key is not None and leases is not None:
                 key, holder = admission.slot_key, SlotHolder(job.id, job.claims)
                 slot = (key, holder)
-                keeper.hold(f"fleet slot {key}", lambda: leases.renew(key, holder, self.options.lease_ms))
+                keeper.hold(
+                    f"fleet slot {key}", lambda: leases.renew(key, holder, self.options.lease_ms)
+                )
             keeper.start()
             execution = await execute_job(
-                handle, job, driver=self._driver, clock=self._clock, signal=run.signal,
-                hooks=self._hooks_for(handle), refusal=admission.error,
+                handle,
+                job,
+                driver=self._driver,
+                clock=self._clock,
+                signal=run.signal,
+                hooks=self._hooks_for(handle),
+                refusal=admission.error,
             )
             self.stats.count(execution.outcome)
             if execution.resume_at_ms is not None:
@@ -330,7 +359,9 @@ class Worker:
                 try:
                     await self._backend.leases.release(*slot)
                 except Exception:
-                    log.warning("jobs.worker.slot-release-failed", extra={"job_id": job.id}, exc_info=True)
+                    log.warning(
+                        "jobs.worker.slot-release-failed", extra={"job_id": job.id}, exc_info=True
+                    )
             self._runs.pop(job.id, None)
             self._in_flight[job.queue] -= 1
             self._waker.kick()  # a freed slot kicks one pass
@@ -352,19 +383,25 @@ class Worker:
             tenant = handle.tenant_for(handle.input_model.model_validate_json(job.payload))
         except Exception:
             tenant = None
-        event = Settled(job.id, job.run_id, job.name, job.queue, "refused", job.attempt - 1, tenant, nack.error)
+        event = Settled(
+            job.id, job.run_id, job.name, job.queue, "refused", job.attempt - 1, tenant, nack.error
+        )
         await announce_settled(self._hooks_for(handle), event)
 
     async def _settle_unknown(self, job: ClaimedJob) -> None:
         """A row names a job this worker does not know: a counted failed attempt, so it surfaces as dead."""
-        error = str(JobNotRegisteredError(f"no job named {job.name!r} is registered in this worker"))
+        error = str(
+            JobNotRegisteredError(f"no job named {job.name!r} is registered in this worker")
+        )
         final = job.attempt >= job.max_attempts
         if final:
             nack = Nack("dead" if job.dead_letter else "fail", error)
         else:
             nack = Nack("retry", error, self._clock.now_ms() + SHED_DELAY_MS)
         if await self._driver.nack(job.claim, nack):
-            self.stats.count(("dead-lettered" if job.dead_letter else "dropped") if final else "retried")
+            self.stats.count(
+                ("dead-lettered" if job.dead_letter else "dropped") if final else "retried"
+            )
 
     def _kick_at(self, at_ms: int) -> None:
         """A due retry kicks one pass at its time; only the earliest pending one needs a timer."""

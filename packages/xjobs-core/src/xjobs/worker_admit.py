@@ -53,5 +53,7 @@ async def admit(
     if concurrency.when_busy == "fail":
         others = [h for h in await leases.holders(key) if h.job_id != job.id]
         if others:
-            return Admission("refuse", reason=f"concurrency key {key!r} is held by job {others[0].job_id}")
+            return Admission(
+                "refuse", reason=f"concurrency key {key!r} is held by job {others[0].job_id}"
+            )
     return Admission("shed", reason=f"concurrency key {key!r} is busy")

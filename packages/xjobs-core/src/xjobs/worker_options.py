@@ -54,9 +54,13 @@ def resolve_worker_options(
     if isinstance(concurrency, Mapping):
         unknown = sorted(set(concurrency) - set(names))
         if unknown:
-            raise OptionInvalidError(f"concurrency names queues this worker does not serve: {unknown}")
+            raise OptionInvalidError(
+                f"concurrency names queues this worker does not serve: {unknown}"
+            )
         per_queue = {
-            q: finite_count(f"concurrency[{q!r}]", concurrency.get(q, 0), minimum=0, maximum=MAX_CONCURRENCY)
+            q: finite_count(
+                f"concurrency[{q!r}]", concurrency.get(q, 0), minimum=0, maximum=MAX_CONCURRENCY
+            )
             for q in names
         }
     else:

@@ -145,9 +145,10 @@ class MemoryJobDriver:
             taken = 0
             while taken < limit and queue.due:
                 _, _, job_id, version = heapq.heappop(queue.due)
-                row = self._rows.get(job_id)
-                if row is None or self._versions.get(job_id) != version:
+                candidate = self._rows.get(job_id)
+                if candidate is None or self._versions.get(job_id) != version:
                     continue
+                row = candidate
                 lapsed = row.state == "running" and (row.lease_until_ms or 0) <= now
                 if row.state not in ("ready", "waiting") and not lapsed:
                     continue
@@ -221,7 +222,9 @@ class MemoryJobDriver:
         if row is None:
             raise JobNotFoundError(f"no job has id {job_id!r}")
         if row.state not in LIVE_STATES:
-            raise JobNotCancellableError(f"job {job_id} is already {row.state}; only a live job can be cancelled")
+            raise JobNotCancellableError(
+                f"job {job_id} is already {row.state}; only a live job can be cancelled"
+            )
         now = self._clock.now_ms()
         row.state = "cancelled"
         row.finished_at_ms = now
@@ -249,7 +252,9 @@ class MemoryJobDriver:
         if row is None:
             raise JobNotFoundError(f"no job has id {job_id!r}")
         if row.state in LIVE_STATES:
-            raise JobNotRequeueableError(f"job {job_id} is {row.state}; only a finished job can be requeued")
+            raise JobNotRequeueableError(
+                f"job {job_id} is {row.state}; only a finished job can be requeued"
+            )
         if not self._requeueable(row, set()):
             raise JobRequeueDuplicateError(
                 f"job {job_id} cannot be requeued: live job {self._live[row.namespace]} holds its "

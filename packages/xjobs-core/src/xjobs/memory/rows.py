@@ -61,7 +61,8 @@ class JobRow:
         return (self.name, self.tenant_id or "", self.idempotency_key)
 
     def claimed(self) -> ClaimedJob:
-        assert self.claimed_by is not None and self.lease_until_ms is not None
+        assert self.claimed_by is not None
+        assert self.lease_until_ms is not None
         return ClaimedJob(
             id=self.id,
             run_id=self.run_id,

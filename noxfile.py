@@ -1,0 +1,96 @@
+"""Every check of the repository: `uv run nox` runs lint, typecheck, tests and parity on every driver."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+nox.options.default_venv_backend = "uv"
+nox.options.sessions = ["lint", "typecheck", "tests", "parity"]
+nox.options.reuse_venv = "yes"
+
+PACKAGE_SOURCES = sorted(str(p) for p in (ROOT / "packages").glob("*/src"))
+
+
+def _drivers() -> dict[str, str]:
+    """Installed drivers found through the `xjobs` entry point group: backend name -> distribution."""
+    found: dict[str, str] = {}
+    for ep in entry_points(group="xjobs"):
+        dist = ep.dist.name if ep.dist is not None else "xjobs-core"
+        found[ep.name] = dist
+    return dict(sorted(found.items()))
+
+
+def _locked(name: str) -> str:
+    """`name==version` as uv.lock pins it, so a parity venv gets the tested test dependencies."""
+    lock = tomllib.loads((ROOT / "uv.lock").read_text())
+    for package in lock["package"]:
+        if package["name"] == name:
+            return f"{name}=={package['version']}"
+    raise RuntimeError(f"{name} is not in uv.lock")
+
+
+def _sync(session: nox.Session, *args: str) -> None:
+    """Install from uv.lock into this session's venv (never the workspace's own .venv)."""
+    env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location}
+    session.run_install("uv", "sync", "--locked", *args, env=env, external=True)
+
+
+def _pytest(session: nox.Session, *args: str) -> None:
+    """Run pytest; exit code 5 (nothing collected) is a failure, never a pass."""
+    session.run("python", "-m", "pytest", *args, *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check over the whole repository."""
+    session.install(_locked("ruff"))
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over every package's src/."""
+    _sync(session, "--all-packages", "--group", "dev")
+    session.run("mypy", "--strict", *PACKAGE_SOURCES)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Unit tests of every package, and the cross-package end-to-end and fault tests."""
+    _sync(session, "--all-packages", "--group", "dev")
+    _pytest(session, "packages/xjobs-core/tests", "packages/xjobs-cli/tests", "tests")
+
+
+@nox.session
+@nox.parametrize("driver", list(_drivers()))
+def parity(session: nox.Session, driver: str) -> None:
+    """The parity suite against one driver, in a venv holding only xjobs-core, that driver and pytest."""
+    dist = _drivers()[driver]
+    _sync(session, "--package", dist, "--no-default-groups")
+    session.install(_locked("pytest"))
+    session.run(
+        "python",
+        "-c",
+        "import sys, xjobs.plugins as p; names = [b.factory.name for b in p.installed_backends()]; "
+        f"sys.exit(0 if {driver!r} in names else 'driver {driver} was not found through its entry point: ' + str(names))",
+    )
+    env = {"XJOBS_REQUIRE_SERVERS": os.environ.get("XJOBS_REQUIRE_SERVERS", "")}
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--pyargs",
+        "xjobs.testing.parity",
+        f"--xjobs-backend={driver}",
+        *session.posargs,
+        env=env,
+    )
