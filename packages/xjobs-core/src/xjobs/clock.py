@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Protocol, runtime_checkable
 
+from xjobs.errors import OptionInvalidError
+
 
 @runtime_checkable
 class Clock(Protocol):
@@ -35,14 +37,14 @@ class ManualClock:
     def advance(self, ms: int) -> int:
         """Move forward by `ms` (never backward) and answer the new reading."""
         if ms < 0:
-            raise ValueError("a ManualClock never moves backward")
+            raise OptionInvalidError("a ManualClock never moves backward")
         self._now += int(ms)
         return self._now
 
     def set(self, ms: int) -> None:
         """Jump to `ms`, which must not be earlier than now."""
         if ms < self._now:
-            raise ValueError("a ManualClock never moves backward")
+            raise OptionInvalidError("a ManualClock never moves backward")
         self._now = int(ms)
 
     def __repr__(self) -> str:

@@ -43,16 +43,12 @@ class Execution:
 
 
 def describe_error(error: BaseException) -> str:
-    """The `last_error` text: the error's type and message, then its traceback, bounded."""
-    if isinstance(error, XJobsError) and error.__traceback__ is None:
-        return str(error)[:MAX_ERROR_CHARS]
-    text = "".join(traceback.format_exception(error)).rstrip()
+    """The `last_error` text: the error's type and message first, then its traceback, bounded."""
     head = f"{type(error).__name__}: {error}"
-    return (
-        (head + "\n" + text)[:MAX_ERROR_CHARS]
-        if not text.startswith(head)
-        else text[-MAX_ERROR_CHARS:]
-    )
+    if error.__traceback__ is None:
+        return head[:MAX_ERROR_CHARS]
+    frames = "".join(traceback.format_tb(error.__traceback__))
+    return f"{head}\n{frames}".rstrip()[:MAX_ERROR_CHARS]
 
 
 def _arm_deadline(handle: JobHandle[Any], signal: RunSignal) -> asyncio.TimerHandle | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import typing
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -191,32 +190,45 @@ class JobHandle(Generic[I]):
         return f"<JobHandle {self.name} queue={self.queue}>"
 
 
-def _input_model_of(fn: Callable[..., object]) -> type[BaseModel]:
+def _check_signature(fn: Callable[..., object]) -> list[inspect.Parameter]:
     params = list(inspect.signature(fn).parameters.values())
     if len(params) != 2:
         raise DeclarationInvalidError(
-            f"job body {fn.__qualname__} must take (ctx, input); it takes {len(params)} parameters"
+            f"job body {_label(fn)} must take (ctx, input); it takes {len(params)} parameters"
         )
-    try:
-        hints = typing.get_type_hints(fn)
-    except Exception as exc:
+    return params
+
+
+def _label(fn: object) -> str:
+    return str(getattr(fn, "__qualname__", None) or repr(fn))
+
+
+def _input_model_of(fn: Callable[..., object], param: inspect.Parameter) -> type[BaseModel]:
+    """The pydantic model annotating the input parameter; only that annotation is resolved."""
+    annotation = param.annotation
+    if isinstance(annotation, str):
+        namespace = getattr(inspect.unwrap(fn), "__globals__", {})
+        try:
+            annotation = eval(
+                annotation, namespace
+            )  # what typing.get_type_hints does, for one name
+        except Exception as exc:
+            raise DeclarationInvalidError(
+                f"job body {_label(fn)}: the input annotation {param.annotation!r} does not resolve "
+                f"({exc!r}); import the model at module level or pass input_model="
+            ) from exc
+    if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
         raise DeclarationInvalidError(
-            f"job body {fn.__qualname__}: its annotations do not resolve ({exc!r}); pass input_model="
-        ) from exc
-    model = hints.get(params[1].name)
-    if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise DeclarationInvalidError(
-            f"job body {fn.__qualname__}: annotate its input parameter with a pydantic model, "
+            f"job body {_label(fn)}: annotate its input parameter with a pydantic model, "
             "or pass input_model="
         )
-    return model
+    return annotation
 
 
 def _build(fn: Callable[..., Awaitable[object]], options: dict[str, Any]) -> JobHandle[Any]:
     if not inspect.iscoroutinefunction(fn):
-        raise DeclarationInvalidError(
-            f"job body {getattr(fn, '__qualname__', fn)!r} must be async def"
-        )
+        raise DeclarationInvalidError(f"job body {_label(fn)} must be async def")
+    params = _check_signature(fn)
     declared_name = options["name"]
     if declared_name is not None:
         validate_job_name(declared_name)
@@ -229,7 +241,7 @@ def _build(fn: Callable[..., Awaitable[object]], options: dict[str, Any]) -> Job
         )
     model = options["input_model"]
     if model is None:
-        model = _input_model_of(fn)
+        model = _input_model_of(fn, params[1])
     elif not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise DeclarationInvalidError(
             f"input_model of job {label!r} must be a pydantic model class"

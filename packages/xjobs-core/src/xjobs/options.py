@@ -8,13 +8,22 @@ from datetime import timedelta
 from xjobs.errors import OptionInvalidError
 
 
+def _as_float(name: str, value: int | float) -> float:
+    try:
+        return float(value)
+    except OverflowError as exc:
+        raise OptionInvalidError(
+            f"{name} must be finite, got an integer too large for a float"
+        ) from exc
+
+
 def finite_option(
     name: str, value: object, *, minimum: float | None = None, maximum: float | None = None
 ) -> float:
     """A finite real number inside `[minimum, maximum]`, or `OptionInvalidError` naming `name`."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise OptionInvalidError(f"{name} must be a number, got {value!r}")
-    number = float(value)
+    number = _as_float(name, value)
     if not math.isfinite(number):
         raise OptionInvalidError(f"{name} must be finite, got {value!r}")
     if minimum is not None and number < minimum:
@@ -45,7 +54,7 @@ def duration_ms(
     if isinstance(value, timedelta):
         seconds = value.total_seconds()
     elif isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
+        seconds = _as_float(name, value)
     else:
         raise OptionInvalidError(f"{name} must be a timedelta, got {value!r}")
     if not math.isfinite(seconds):

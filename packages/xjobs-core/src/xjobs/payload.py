@@ -28,24 +28,43 @@ def encode_payload(
     value: BaseModel, *, job: str, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
 ) -> str:
     """The JSON text stored for `value`: no NUL, no lone surrogate, at most `max_bytes` of UTF-8."""
+    check_strings(value.model_dump(), job=job)
     text = value.model_dump_json()
-    check_payload_text(text, job=job, max_bytes=max_bytes)
-    return text
-
-
-def check_payload_text(text: str, *, job: str, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
-    """Refuse JSON text that Postgres jsonb would reject or that is over the size limit."""
-    # jsonb rejects \u0000 in any string, keys included; refuse it on every driver alike.
-    if "\\u0000" in text or "\x00" in text:
-        raise PayloadInvalidError(f"payload of job {job!r} contains a NUL character (\\u0000)")
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise PayloadInvalidError(f"payload of job {job!r} contains a lone surrogate") from exc
+    size = len(text.encode("utf-8"))
     if size > max_bytes:
         raise PayloadInvalidError(
             f"payload of job {job!r} is {size} bytes, over the limit of {max_bytes}"
         )
+    return text
+
+
+def check_strings(value: object, *, job: str) -> None:
+    """Refuse a NUL or a lone surrogate in any string of `value`, keys included.
+
+    Postgres jsonb rejects `\\u0000` and UTF-8 cannot carry a lone surrogate, while Redis would
+    store either; every driver refuses them the same way, before anything is written.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            _check_string(item, job=job)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str):
+                    _check_string(key, job=job)
+                stack.append(child)
+        elif isinstance(item, list | tuple | set | frozenset):
+            stack.extend(item)
+
+
+def _check_string(text: str, *, job: str) -> None:
+    if "\x00" in text:
+        raise PayloadInvalidError(f"payload of job {job!r} contains a NUL character (\\u0000)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PayloadInvalidError(f"payload of job {job!r} contains a lone surrogate") from exc
 
 
 def decode_payload(text: str) -> Any:

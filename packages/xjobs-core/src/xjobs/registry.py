@@ -23,7 +23,10 @@ def _exports(source: object, kind: type[H]) -> list[tuple[str | None, H]]:
 
 def _register(sources: Iterable[object], kind: type[H], what: str) -> dict[str, H]:
     found: dict[str, H] = {}
-    for source in sources:
+    # Modules first, so an export name is stamped before a handle passed on its own falls back
+    # to its function's name: the order of `jobs=[...]` never changes a name.
+    ordered = sorted(sources, key=lambda s: not isinstance(s, ModuleType))
+    for source in ordered:
         for attr, handle in _exports(source, kind):
             if handle.declared_name is None:
                 handle.stamp(attr if attr is not None else handle.name)

@@ -77,6 +77,7 @@ class Worker:
         self._rotation = 0
         self._last_presence = time.monotonic()
         self._done: asyncio.Future[None] | None = None
+        self._abandon_at: float | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -127,6 +128,7 @@ class Worker:
         if drain_timeout_ms is not None:
             cutoff_s = max(drain_timeout_ms - self.options.drain_margin_ms, 0) / 1000
             self._drain_timer = asyncio.get_running_loop().call_later(cutoff_s, self.interrupt)
+            self._abandon_at = time.monotonic() + drain_timeout_ms / 1000
 
     def interrupt(self) -> None:
         """The drain cut-off: every running job's signal aborts with `XJOBS_DRAINING`, to settle `interrupted`."""
@@ -140,9 +142,7 @@ class Worker:
         self.stop_accepting()
         if self._loop_task is not None:
             await asyncio.gather(self._loop_task, return_exceptions=True)
-        tasks = [run.task for run in self._runs.values() if run.task is not None]
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._join_runs()
         if self._side:
             await asyncio.gather(*self._side, return_exceptions=True)
         if self._drain_timer is not None:
@@ -158,6 +158,25 @@ class Worker:
                 )
         self._state = "closed"
         self._finish()
+
+    async def _join_runs(self) -> None:
+        """Wait for the running jobs: unbounded on `stop()`, until the drain deadline on SIGTERM."""
+        tasks = [run.task for run in self._runs.values() if run.task is not None]
+        if not tasks:
+            return
+        if self._abandon_at is None:
+            await asyncio.gather(*tasks, return_exceptions=True)
+            return
+        timeout = max(self._abandon_at - time.monotonic(), 0) + self.options.drain_margin_ms / 1000
+        _, pending = await asyncio.wait(tasks, timeout=timeout)
+        if pending:
+            # A body that ignores its cancellation is left behind; its lease lapses and it is reclaimed.
+            log.warning(
+                "jobs.worker.drain-abandoned", extra={"worker_id": self.id, "runs": len(pending)}
+            )
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=self.options.drain_margin_ms / 1000 or 0.1)
 
     async def stop(self) -> None:
         """Stop claiming and let every running job finish (unbounded), then close."""

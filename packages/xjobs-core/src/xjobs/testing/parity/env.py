@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xjobs.app import App
-from xjobs.backend import Backend
 from xjobs.clock import ManualClock
-from xjobs.driver import ClaimedJob, ClaimOptions, ClaimResult, NewJob
+from xjobs.driver import ClaimedJob, ClaimOptions, ClaimResult, JobRecord, JobState, Nack, NewJob
 from xjobs.ids import new_id
-from xjobs.plugins import BackendFactory
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from xjobs.backend import Backend
+    from xjobs.plugins import BackendFactory
+    from xjobs.stores import LeaseStore, WorkerRegistry
+
+PARKED_FOR_MS = 60_000
 
 
 @dataclass
@@ -26,6 +32,20 @@ class ParityEnv:
     def backend(self) -> Backend:
         assert self._backend is not None, "the backend opens when the scenario runs"
         return self._backend
+
+    @property
+    def workers(self) -> WorkerRegistry:
+        """The worker registry (mark the scenario `@pytest.mark.requires("workers")`)."""
+        workers = self.backend.workers
+        assert workers is not None, 'mark the scenario @pytest.mark.requires("workers")'
+        return workers
+
+    @property
+    def leases(self) -> LeaseStore:
+        """The lease store (mark the scenario `@pytest.mark.requires("leases")`)."""
+        leases = self.backend.leases
+        assert leases is not None, 'mark the scenario @pytest.mark.requires("leases")'
+        return leases
 
     def app(self, jobs: Iterable[object] = (), **options: Any) -> App:
         """An `App` over this scenario's backend and clock (it does not own the backend)."""
@@ -51,6 +71,19 @@ class ParityEnv:
         values.update(overrides)
         return NewJob(**values)
 
+    async def enqueue(self, **overrides: Any) -> NewJob:
+        """Enqueue one new row (failing the scenario if it was deduped) and answer it."""
+        job = self.new_job(**overrides)
+        (result,) = await self.backend.jobs.enqueue([job])
+        assert not result.deduped, f"expected a new job, the enqueue was deduped to {result.job_id}"
+        return job
+
+    async def record(self, job_id: str) -> JobRecord:
+        """The stored job, failing the scenario if there is none."""
+        record = await self.backend.jobs.get(job_id)
+        assert record is not None, f"no job has id {job_id!r}"
+        return record
+
     async def claim(
         self,
         queues: dict[str, int] | None = None,
@@ -59,11 +92,48 @@ class ParityEnv:
         lease_ms: int = 30_000,
     ) -> ClaimResult:
         """One claim pass through the driver (default: up to 10 from queue `parity`)."""
-        options = ClaimOptions(worker_id=worker_id, queues=queues or {"parity": 10}, lease_ms=lease_ms)
+        options = ClaimOptions(
+            worker_id=worker_id,
+            queues=queues if queues is not None else {"parity": 10},
+            lease_ms=lease_ms,
+        )
         return await self.backend.jobs.claim(options)
 
-    async def claim_one(self, queue: str = "parity", *, worker_id: str = "worker-a", lease_ms: int = 30_000) -> ClaimedJob:
+    async def claim_one(
+        self, queue: str = "parity", *, worker_id: str = "worker-a", lease_ms: int = 30_000
+    ) -> ClaimedJob:
         """Claim exactly one job from `queue`, failing the scenario if there is none."""
         result = await self.claim({queue: 1}, worker_id=worker_id, lease_ms=lease_ms)
-        assert len(result.jobs) == 1, f"expected one claimable job in {queue!r}, got {len(result.jobs)}"
+        assert len(result.jobs) == 1, (
+            f"expected one claimable job in {queue!r}, got {len(result.jobs)}"
+        )
         return result.jobs[0]
+
+    async def job_in_state(self, state: JobState, **overrides: Any) -> NewJob:
+        """Enqueue a job and move it to `state` through the contract; answer the enqueued row.
+
+        A running, waiting or finished job is claimed from its queue first, so build it before
+        enqueuing other ready jobs there. Waiting is a park `PARKED_FOR_MS` ahead, uncounted.
+        """
+        job = await self.enqueue(**overrides)
+        if state == "ready":
+            return job
+        if state == "cancelled":
+            await self.backend.jobs.cancel(job.id)
+            return job
+        claimed = await self.claim_one(job.queue)
+        assert claimed.id == job.id, f"claimed {claimed.id}, not the job being built ({job.id})"
+        jobs = self.backend.jobs
+        now = self.clock.now_ms()
+        landed = True
+        if state == "waiting":
+            park = Nack(kind="park", run_at_ms=now + PARKED_FOR_MS, counts_as_attempt=False)
+            landed = await jobs.nack(claimed.claim, park)
+        elif state == "completed":
+            landed = await jobs.ack(claimed.claim)
+        elif state == "failed":
+            landed = await jobs.nack(claimed.claim, Nack(kind="fail", error="failed for good"))
+        elif state == "dead":
+            landed = await jobs.nack(claimed.claim, Nack(kind="dead", error="dead-lettered"))
+        assert landed, f"the settle to {state!r} did not land"
+        return job
