@@ -76,9 +76,10 @@ class Claim:
 
 @dataclass(frozen=True, slots=True)
 class ClaimOptions:
-    """One claim pass: at most `queues[q]` jobs from each queue, leased for `lease_ms`.
+    """One claim pass: at most `queues[q]` jobs from each queue and `limit` in all, leased for `lease_ms`.
 
-    With `presence_ttl_ms`, the same round trip refreshes the worker's registry row, so an idle
+    Across queues the claim takes jobs in claim order (priority, run_at, id). With
+    `presence_ttl_ms`, the same round trip refreshes the worker's registry row, so an idle
     worker's presence costs no statement of its own.
     """
 
@@ -86,6 +87,7 @@ class ClaimOptions:
     queues: Mapping[str, int]
     lease_ms: int
     presence_ttl_ms: int | None = None
+    limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

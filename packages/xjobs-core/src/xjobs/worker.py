@@ -54,7 +54,7 @@ class Worker:
     ) -> None:
         self.id = new_worker_id()
         self.options = options
-        self.stats = WorkerStats()
+        self.stats = WorkerStats(worker_id=self.id)
         self._backend = backend
         self._driver = backend.jobs
         self._registry = registry
@@ -108,6 +108,15 @@ class Worker:
         if self._backend.wake is not None:
             self._unsubscribe = self._backend.wake.subscribe(self._on_wake)
         self._loop_task = asyncio.ensure_future(self._loop())
+        log.info(
+            "jobs.worker.started",
+            extra={
+                "worker_id": self.id,
+                "queues": ",".join(self.options.queues),
+                "backend": self._backend.name,
+                "pid": os.getpid(),
+            },
+        )
 
     async def wait(self) -> None:
         """Until the loop ends: idle (with `until_idle`) or stopped."""
@@ -201,25 +210,29 @@ class Worker:
             self._backoff.reset()
             self._waker.kick()
 
+    def _budget(self) -> int:
+        """How many more jobs this process may take (`max_in_flight`, checked before the claim)."""
+        return max(self.options.max_in_flight - len(self._runs), 0)
+
     def _asks(self) -> dict[str, int]:
-        """Free slots per queue, capped by `max_in_flight`, rotated so no queue always asks first."""
-        budget = self.options.max_in_flight - len(self._runs)
+        """Free slots per queue, each capped by the process budget; the claim's `limit` caps the sum."""
+        budget = self._budget()
+        if budget == 0:
+            return {}
         queues = self.options.queues
         start = self._rotation % len(queues)
         self._rotation += 1
         asks: dict[str, int] = {}
         for queue in queues[start:] + queues[:start]:
-            if budget <= 0:
-                break
             free = min(self.options.concurrency[queue] - self._in_flight[queue], budget)
             if free > 0:
                 asks[queue] = free
-                budget -= free
         return asks
 
     async def _loop(self) -> None:
         while self._accepting:
             asks = self._asks()
+            asked = min(sum(asks.values()), self._budget())
             try:
                 got = await self._pass(asks) if asks else 0
             except Exception:
@@ -227,10 +240,12 @@ class Worker:
                 self._backoff.reset()
                 delay_ms = self._backoff.floor_ms  # a failed pass re-arms at the floor
             else:
+                if not asks and self._until_idle and not self._runs:
+                    break  # no slot at all (a zero limit is a hard stop): nothing will ever run
                 if not asks:  # every slot is busy: a freed slot kicks the next pass
                     await self._keep_presence()
                     delay_ms = self.options.presence_ttl_ms // 3
-                elif got >= sum(asks.values()):
+                elif got >= asked:
                     self._backoff.reset()
                     delay_ms = 0
                 elif got > 0:
@@ -260,7 +275,9 @@ class Worker:
 
     async def _pass(self, asks: dict[str, int]) -> int:
         """One claim over every queue with a free slot; answers how many jobs it took."""
-        options = ClaimOptions(self.id, asks, self.options.lease_ms, self.options.presence_ttl_ms)
+        options = ClaimOptions(
+            self.id, asks, self.options.lease_ms, self.options.presence_ttl_ms, limit=self._budget()
+        )
         result = await self._driver.claim(options)
         self._last_presence = time.monotonic()
         self.stats.claimed += len(result.jobs)

@@ -88,5 +88,6 @@ def resolve_worker_options(
         presence_ttl_ms=max(lease_ms, 60_000),
         poll_floor_ms=duration_ms("poll_floor", poll_floor),
         drain_timeout_ms=drain_timeout_ms,
-        drain_margin_ms=min(drain_margin_ms, drain_timeout_ms),
+        # the margin is kept for settling before the deadline; it never eats more than half of it
+        drain_margin_ms=min(drain_margin_ms, drain_timeout_ms // 2),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from xjobs.driver import Outcome
 
@@ -24,6 +24,7 @@ _FIELD_OF: dict[str, str] = {
 class WorkerStats:
     """Counts since the worker started: jobs claimed, buried by the claim, and each settle outcome."""
 
+    worker_id: str = field(default="", compare=False)
     claimed: int = 0
     buried: int = 0
     handed_back: int = 0
@@ -43,4 +44,5 @@ class WorkerStats:
         setattr(self, name, getattr(self, name) + 1)
 
     def as_dict(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The counters by name (the worker id is not a count)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "worker_id"}

@@ -124,43 +124,70 @@ class MemoryJobDriver:
         if options.presence_ttl_ms is not None:
             self._workers.refresh(options.worker_id, options.presence_ttl_ms)
         buried: list[JobRow] = []
-        claimed: list[ClaimedJob] = []
-        for name, limit in options.queues.items():
+        for name in options.queues:
             queue = self._queue(name)
             self._promote_due(queue, now)
-            for job_id in sorted(queue.running):
-                row = self._rows[job_id]
-                if row.lease_until_ms is None or row.lease_until_ms > now:
-                    continue
-                if row.attempt >= row.max_attempts:
-                    row.state = "dead" if row.dead_letter else "failed"
-                    row.finished_at_ms = now
-                    row.lease_until_ms = None
-                    row.last_error = LAPSED_ON_FINAL_ATTEMPT
-                    self._touch(row, now)
-                    buried.append(row)
-                else:
-                    version = self._versions[row.id]
-                    heapq.heappush(queue.due, (row.priority, row.run_at_ms, row.id, version))
-            taken = 0
-            while taken < limit and queue.due:
-                _, _, job_id, version = heapq.heappop(queue.due)
-                candidate = self._rows.get(job_id)
-                if candidate is None or self._versions.get(job_id) != version:
-                    continue
-                row = candidate
-                lapsed = row.state == "running" and (row.lease_until_ms or 0) <= now
-                if row.state not in ("ready", "waiting") and not lapsed:
-                    continue
-                row.state = "running"
-                row.attempt += 1
-                row.claims += 1
-                row.claimed_by = options.worker_id
-                row.lease_until_ms = now + options.lease_ms
-                self._touch(row, now)
-                claimed.append(row.claimed())
-                taken += 1
+            buried.extend(self._sweep_lapsed(queue, now))
+        quota = {name: limit for name, limit in options.queues.items() if limit > 0}
+        total = sum(quota.values()) if options.limit is None else options.limit
+        claimed: list[ClaimedJob] = []
+        while len(claimed) < total and quota:
+            # The next job across the asked queues, in claim order: priority, run_at, id.
+            best: tuple[int, int, str, str] | None = None
+            for name in list(quota):
+                head = self._due_head(self._queues[name], now)
+                if head is None:
+                    del quota[name]
+                elif best is None or head < best[:3]:
+                    best = (*head, name)
+            if best is None:
+                break
+            queue_name = best[3]
+            heapq.heappop(self._queues[queue_name].due)
+            row = self._rows[best[2]]
+            row.state = "running"
+            row.attempt += 1
+            row.claims += 1
+            row.claimed_by = options.worker_id
+            row.lease_until_ms = now + options.lease_ms
+            self._touch(row, now)
+            claimed.append(row.claimed())
+            quota[queue_name] -= 1
+            if quota[queue_name] == 0:
+                del quota[queue_name]
         return ClaimResult(jobs=tuple(claimed), buried=tuple(r.buried() for r in buried))
+
+    def _sweep_lapsed(self, queue: _Queue, now: int) -> list[JobRow]:
+        """Lapsed leases become claimable again, except on the final attempt: those are buried."""
+        buried: list[JobRow] = []
+        for job_id in sorted(queue.running):
+            row = self._rows[job_id]
+            if row.lease_until_ms is None or row.lease_until_ms > now:
+                continue
+            if row.attempt >= row.max_attempts:
+                row.state = "dead" if row.dead_letter else "failed"
+                row.finished_at_ms = now
+                row.lease_until_ms = None
+                row.last_error = LAPSED_ON_FINAL_ATTEMPT
+                self._touch(row, now)
+                buried.append(row)
+            else:
+                version = self._versions[row.id]
+                heapq.heappush(queue.due, (row.priority, row.run_at_ms, row.id, version))
+        return buried
+
+    def _due_head(self, queue: _Queue, now: int) -> tuple[int, int, str] | None:
+        """The first claimable entry of the due heap, dropping stale entries on the way."""
+        while queue.due:
+            priority, run_at, job_id, version = queue.due[0]
+            row = self._rows.get(job_id)
+            live = row is not None and self._versions.get(job_id) == version
+            if live and row is not None:
+                lapsed = row.state == "running" and (row.lease_until_ms or 0) <= now
+                if row.state in ("ready", "waiting") or lapsed:
+                    return (priority, run_at, job_id)
+            heapq.heappop(queue.due)
+        return None
 
     def _promote_due(self, queue: _Queue, now: int) -> None:
         while queue.delayed and queue.delayed[0][0] <= now:

@@ -22,7 +22,7 @@ class MemoryLeaseStore:
 
     async def acquire(self, key: str, holder: SlotHolder, limit: int, ttl_ms: int) -> bool:
         slots = self._live(key)
-        if holder not in slots and len(slots) >= limit:
+        if limit <= 0 or (holder not in slots and len(slots) >= limit):
             return False
         slots[holder] = self._clock.now_ms() + ttl_ms
         return True

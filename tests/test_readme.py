@@ -1,0 +1,23 @@
+"""The README's quick start is real code: it runs as printed and does what it says."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+README = Path(__file__).parents[1] / "README.md"
+
+
+def test_the_quick_start_runs_and_completes_its_job(tmp_path: Path) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert blocks, "the README has no python block"
+    script = tmp_path / "quick_start.py"
+    script.write_text(blocks[0])
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "receipt for 42 (attempt 1)" in done.stdout
+    assert "completed=1" in done.stdout
