@@ -21,6 +21,7 @@ JOB_STATES: Final[tuple[JobState, ...]] = (
     "cancelled",
 )
 LIVE_STATES: Final[frozenset[str]] = frozenset({"ready", "running", "waiting"})
+LAPSED_ON_FINAL_ATTEMPT: Final = "lease lapsed on the final attempt"
 FINISHED_STATES: Final[frozenset[str]] = frozenset({"completed", "failed", "dead", "cancelled"})
 
 Outcome = Literal[

@@ -1,4 +1,4 @@
-"""The worker role: the claim loop (one chain), per-run wiring, and the two-phase drain."""
+"""The worker role: the claim loop (one chain), slots and kicks, and the two-phase drain."""
 
 from __future__ import annotations
 
@@ -12,20 +12,18 @@ from typing import Any, Literal
 
 from xjobs.backend import Backend
 from xjobs.clock import Clock
-from xjobs.driver import BuriedJob, ClaimedJob, ClaimOptions, Nack, Outcome
-from xjobs.errors import DrainingError, JobNotRegisteredError, WorkerStateError
-from xjobs.execute import execute_job
-from xjobs.heartbeat import LeaseKeeper
+from xjobs.driver import ClaimedJob, ClaimOptions, Nack
+from xjobs.errors import DrainingError, WorkerStateError
 from xjobs.idle_backoff import IdleBackoff
 from xjobs.ids import new_worker_id
-from xjobs.job import JobHandle
 from xjobs.registry import Registry
 from xjobs.run_signal import RunSignal
-from xjobs.settled import Settled, SettledHook, announce_settled
-from xjobs.stores import SlotHolder, WorkerInfo
+from xjobs.settled import SettledHook
+from xjobs.stores import WorkerInfo
 from xjobs.waker import Waker
-from xjobs.worker_admit import SHED_DELAY_MS, admit, assert_enforceable
+from xjobs.worker_admit import assert_enforceable
 from xjobs.worker_options import WorkerOptions
+from xjobs.worker_run import RunWiring, announce_buried, run_claimed
 from xjobs.worker_stats import WorkerStats
 
 log = logging.getLogger("xjobs.worker")
@@ -59,7 +57,14 @@ class Worker:
         self._driver = backend.jobs
         self._registry = registry
         self._clock = clock
-        self._hooks = hooks
+        self._wiring = RunWiring(
+            backend=backend,
+            registry=registry,
+            clock=clock,
+            hooks=hooks,
+            lease_ms=options.lease_ms,
+            heartbeat_ms=options.heartbeat_ms,
+        )
         self._state: State = "new"
         self._accepting = False
         self._until_idle = False
@@ -283,7 +288,7 @@ class Worker:
         self.stats.claimed += len(result.jobs)
         self.stats.buried += len(result.buried)
         for buried in result.buried:
-            self._spawn_side(self._announce_buried(buried))
+            self._spawn_side(announce_buried(self._wiring, buried))
         if not self._accepting:
             # The drain raced this round: what it claimed goes back, uncounted.
             for job in result.jobs:
@@ -307,35 +312,6 @@ class Worker:
         except Exception:
             log.warning("jobs.worker.hand-back-failed", extra={"job_id": job.id}, exc_info=True)
 
-    def _hooks_for(self, handle: JobHandle[Any] | None) -> tuple[SettledHook, ...]:
-        if handle is not None and handle.on_settled is not None:
-            return (*self._hooks, handle.on_settled)
-        return self._hooks
-
-    async def _announce_buried(self, buried: BuriedJob) -> None:
-        handle = self._registry.jobs.get(buried.name)
-        tenant: str | None = None
-        if handle is not None:
-            try:
-                tenant = handle.tenant_for(handle.input_model.model_validate_json(buried.payload))
-            except Exception:
-                tenant = None
-        outcome: Outcome = "dead-lettered" if buried.state == "dead" else "dropped"
-        log.warning(
-            "jobs.claim.buried", extra={"job_id": buried.id, "job": buried.name, "outcome": outcome}
-        )
-        event = Settled(
-            buried.id,
-            buried.run_id,
-            buried.name,
-            buried.queue,
-            outcome,
-            buried.attempt,
-            tenant,
-            "lease lapsed on the final attempt",
-        )
-        await announce_settled(self._hooks_for(handle), event)
-
     # -- one run -----------------------------------------------------------------------------
 
     def _start(self, job: ClaimedJob) -> None:
@@ -346,43 +322,8 @@ class Worker:
 
     async def _run(self, run: _Run) -> None:
         job = run.job
-        handle = self._registry.jobs.get(job.name)
-        keeper = LeaseKeeper(
-            self._driver,
-            job.claim,
-            lease_ms=self.options.lease_ms,
-            every_ms=self.options.heartbeat_ms,
-            signal=run.signal,
-        )
-        slot: tuple[str, SlotHolder] | None = None
         try:
-            if handle is None:
-                await self._settle_unknown(job)
-                return
-            admission = await admit(handle, job, self._backend.leases, self.options.lease_ms)
-            if admission.verdict == "shed":
-                await self._shed(job)
-                return
-            if admission.verdict == "refuse":
-                await self._refuse(handle, job, admission.reason or "busy")
-                return
-            leases = self._backend.leases
-            if admission.slot_key is not None and leases is not None:
-                key, holder = admission.slot_key, SlotHolder(job.id, job.claims)
-                slot = (key, holder)
-                keeper.hold(
-                    f"fleet slot {key}", lambda: leases.renew(key, holder, self.options.lease_ms)
-                )
-            keeper.start()
-            execution = await execute_job(
-                handle,
-                job,
-                driver=self._driver,
-                clock=self._clock,
-                signal=run.signal,
-                hooks=self._hooks_for(handle),
-                refusal=admission.error,
-            )
+            execution = await run_claimed(self._wiring, job, run.signal)
             self.stats.count(execution.outcome)
             if execution.resume_at_ms is not None:
                 self._kick_at(execution.resume_at_ms)
@@ -390,54 +331,9 @@ class Worker:
             # The settle itself failed (the store is unreachable): the lease lapses and the job is reclaimed.
             log.exception("jobs.worker.run-failed", extra={"job_id": job.id, "job": job.name})
         finally:
-            keeper.stop()
-            if slot is not None and self._backend.leases is not None:
-                try:
-                    await self._backend.leases.release(*slot)
-                except Exception:
-                    log.warning(
-                        "jobs.worker.slot-release-failed", extra={"job_id": job.id}, exc_info=True
-                    )
             self._runs.pop(job.id, None)
             self._in_flight[job.queue] -= 1
             self._waker.kick()  # a freed slot kicks one pass
-
-    async def _shed(self, job: ClaimedJob) -> None:
-        nack = Nack("shed", run_at_ms=self._clock.now_ms() + SHED_DELAY_MS, counts_as_attempt=False)
-        if await self._driver.nack(job.claim, nack):
-            self.stats.count("shed")
-            log.info("jobs.worker.shed", extra={"job_id": job.id, "job": job.name})
-            self._kick_at(nack.run_at_ms or 0)
-
-    async def _refuse(self, handle: JobHandle[Any], job: ClaimedJob, reason: str) -> None:
-        nack = Nack("fail", error=f"refused: {reason}", counts_as_attempt=False)
-        if not await self._driver.nack(job.claim, nack):
-            log.warning("jobs.settle.unowned", extra={"job_id": job.id, "job": job.name})
-            return
-        self.stats.count("refused")
-        try:
-            tenant = handle.tenant_for(handle.input_model.model_validate_json(job.payload))
-        except Exception:
-            tenant = None
-        event = Settled(
-            job.id, job.run_id, job.name, job.queue, "refused", job.attempt - 1, tenant, nack.error
-        )
-        await announce_settled(self._hooks_for(handle), event)
-
-    async def _settle_unknown(self, job: ClaimedJob) -> None:
-        """A row names a job this worker does not know: a counted failed attempt, so it surfaces as dead."""
-        error = str(
-            JobNotRegisteredError(f"no job named {job.name!r} is registered in this worker")
-        )
-        final = job.attempt >= job.max_attempts
-        if final:
-            nack = Nack("dead" if job.dead_letter else "fail", error)
-        else:
-            nack = Nack("retry", error, self._clock.now_ms() + SHED_DELAY_MS)
-        if await self._driver.nack(job.claim, nack):
-            self.stats.count(
-                ("dead-lettered" if job.dead_letter else "dropped") if final else "retried"
-            )
 
     def _kick_at(self, at_ms: int) -> None:
         """A due retry kicks one pass at its time; only the earliest pending one needs a timer."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from xjobs.backend import WakeSource
 from xjobs.clock import Clock
 from xjobs.driver import (
+    LAPSED_ON_FINAL_ATTEMPT,
     LIVE_STATES,
     BulkResult,
     Claim,
@@ -30,8 +31,6 @@ from xjobs.errors import (
 )
 from xjobs.memory.rows import JobRow
 from xjobs.memory.workers import MemoryWorkerRegistry
-
-LAPSED_ON_FINAL_ATTEMPT = "lease lapsed on the final attempt"
 
 _Entry = tuple[int, int, str, int]  # (priority, run_at_ms, id, version)
 
