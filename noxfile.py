@@ -82,10 +82,18 @@ def parity(session: nox.Session, driver: str) -> None:
         f"sys.exit(0 if {driver!r} in names else 'driver {driver} was not found through its entry point: ' + str(names))",
     )
     env = {"XJOBS_REQUIRE_SERVERS": os.environ.get("XJOBS_REQUIRE_SERVERS", "")}
+    # Run outside the repository, as a third party would: no project pytest config, no conftest,
+    # only what the installed distributions ship.
+    tmp = Path(session.create_tmp()).resolve()
+    ini = tmp / "pytest.ini"
+    ini.write_text("[pytest]\n")
+    session.chdir(tmp)
     session.run(
         "python",
         "-m",
         "pytest",
+        "-c",
+        str(ini),
         "-p",
         "no:cacheprovider",
         "--pyargs",

@@ -90,12 +90,14 @@ class ParityEnv:
         *,
         worker_id: str = "worker-a",
         lease_ms: int = 30_000,
+        limit: int | None = None,
     ) -> ClaimResult:
         """One claim pass through the driver (default: up to 10 from queue `parity`)."""
         options = ClaimOptions(
             worker_id=worker_id,
             queues=queues if queues is not None else {"parity": 10},
             lease_ms=lease_ms,
+            limit=limit,
         )
         return await self.backend.jobs.claim(options)
 

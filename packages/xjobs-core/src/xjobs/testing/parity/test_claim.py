@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from xjobs.driver import ClaimOptions, ClaimResult
+from xjobs.driver import LAPSED_ON_FINAL_ATTEMPT, ClaimOptions, ClaimResult
 from xjobs.errors import ClaimQueuesEmptyError
 from xjobs.ids import new_id
 
@@ -145,6 +145,32 @@ class TestClaim:
         result = await parity.claim({"alpha": 2, "beta": 1})
         assert sorted(job.queue for job in result.jobs) == ["alpha", "alpha", "beta"]
 
+    async def test_a_total_limit_caps_the_claim_across_queues(self, parity: ParityEnv) -> None:
+        """Rule: a claim takes at most `limit` jobs in all, whatever the per-queue asks."""
+        for queue in ("alpha", "beta"):
+            for _ in range(3):
+                await parity.enqueue(queue=queue)
+        result = await parity.claim({"alpha": 3, "beta": 3}, limit=4)
+        assert len(result.jobs) == 4
+
+    async def test_a_total_limit_takes_jobs_in_claim_order_across_queues(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: across queues the claim takes jobs in claim order (priority, run_at, id)."""
+        await parity.enqueue(queue="alpha", priority=5)
+        urgent = await parity.enqueue(queue="beta", priority=1)
+        await parity.enqueue(queue="alpha", priority=3)
+        result = await parity.claim({"alpha": 2, "beta": 2}, limit=1)
+        assert [job.id for job in result.jobs] == [urgent.id]
+
+    async def test_a_total_limit_still_respects_each_queues_ask(self, parity: ParityEnv) -> None:
+        """Rule: `limit` caps the pass; `queues[q]` still caps each queue within it."""
+        for priority in (1, 2, 3):
+            await parity.enqueue(queue="alpha", priority=priority)
+        await parity.enqueue(queue="beta", priority=9)
+        result = await parity.claim({"alpha": 1, "beta": 1}, limit=2)
+        assert sorted(job.queue for job in result.jobs) == ["alpha", "beta"]
+
     async def test_leaves_the_rest_of_a_queue_ready(self, parity: ParityEnv) -> None:
         """Rule: a per-queue limit leaves the jobs beyond it ready for the next claim."""
         jobs = [await parity.enqueue() for _ in range(3)]
@@ -213,6 +239,14 @@ class TestClaim:
         await parity.claim(worker_id="worker-b")
         record = await parity.record(job.id)
         assert (record.state, record.attempt) == ("dead", 1)
+
+    async def test_a_buried_job_records_why(self, parity: ParityEnv) -> None:
+        """Rule: every driver buries with the one lapsed-lease error text of the contract."""
+        job = await parity.enqueue(max_attempts=1)
+        await parity.claim_one(lease_ms=LEASE_MS)
+        parity.clock.advance(LEASE_MS + 1)
+        await parity.claim(worker_id="worker-b")
+        assert (await parity.record(job.id)).last_error == LAPSED_ON_FINAL_ATTEMPT
 
     async def test_buries_a_job_without_dead_letter_as_failed(self, parity: ParityEnv) -> None:
         """Rule: burying a job with dead_letter=False settles it `failed`, not `dead`."""
