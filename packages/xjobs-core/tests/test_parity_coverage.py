@@ -1,0 +1,45 @@
+"""Meta-tests: every driver operation, store operation and hook spec is exercised by the parity suite."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+
+import xjobs.testing.parity as parity_package
+from xjobs import hookspecs
+from xjobs.driver import JobDriver
+from xjobs.stores import LeaseStore, WorkerRegistry
+
+PARITY_SOURCE = "\n".join(
+    path.read_text() for path in Path(parity_package.__file__).parent.glob("test_*.py")
+)
+
+
+def _operations(protocol: type) -> list[str]:
+    return sorted(
+        name
+        for name, member in vars(protocol).items()
+        if not name.startswith("_") and inspect.iscoroutinefunction(member)
+    )
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [f"JobDriver.{op}" for op in _operations(JobDriver)]
+    + [f"WorkerRegistry.{op}" for op in _operations(WorkerRegistry)]
+    + [f"LeaseStore.{op}" for op in _operations(LeaseStore)],
+)
+def test_every_implemented_store_operation_has_a_parity_scenario(operation: str) -> None:
+    method = operation.split(".")[1]
+    assert f".{method}(" in PARITY_SOURCE, f"no parity scenario calls {operation}"
+
+
+def test_every_hook_spec_is_implemented_by_the_built_in_backend() -> None:
+    from xjobs.memory import plugin
+
+    specs = [name for name in vars(hookspecs) if name.startswith("xjobs_")]
+    assert specs
+    for spec in specs:
+        assert hasattr(plugin, spec), f"the memory plugin does not implement {spec}"
