@@ -65,7 +65,7 @@ def typecheck(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Unit tests of every package, and the cross-package end-to-end and fault tests."""
     _sync(session, "--all-packages", "--group", "dev")
-    _pytest(session, "packages/xjobs-core/tests", "packages/xjobs-cli/tests", "tests")
+    _pytest(session, *sorted(str(p) for p in (ROOT / "packages").glob("*/tests")), "tests")
 
 
 @nox.session

@@ -45,7 +45,9 @@ STABLE_CODES = {
     "AppLoadError": "XJOBS_APP_LOAD",
     "Terminal": "XJOBS_TERMINAL",
     "SlotLostError": "XJOBS_SLOT_LOST",
-    "KeyBusyError": "XJOBS_KEY_BUSY",
+    "BackendUnavailableError": "XJOBS_BACKEND_UNAVAILABLE",
+    "BackendError": "XJOBS_BACKEND_ERROR",
+    "SchemaInvalidError": "XJOBS_SCHEMA_INVALID",
 }
 
 

@@ -37,18 +37,27 @@ CAPABILITIES: Final[frozenset[str]] = frozenset(
 
 
 class WakeSource:
-    """A cross-process hint that a queue has new work; the poll stays the guarantee."""
+    """A cross-process hint that a queue has new work; the poll stays the guarantee.
 
-    def __init__(self) -> None:
-        self._listeners: list[Callable[[str], None]] = []
+    `activate` runs once, when the first listener subscribes (a backend that only enqueues never
+    opens a listening connection).
+    """
+
+    def __init__(self, activate: Callable[[], None] | None = None) -> None:
+        self._listeners: list[Callable[[str | None], None]] = []
         self._live = False
+        self._activate = activate
 
-    def subscribe(self, listener: Callable[[str], None]) -> Callable[[], None]:
-        """Call `listener(queue)` on each wake; answers the unsubscribe function."""
+    def subscribe(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+        """Call `listener(queue)` on each wake (`None`: every queue); answers the unsubscribe function."""
         self._listeners.append(listener)
+        if self._activate is not None:
+            activate, self._activate = self._activate, None
+            activate()
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
-    def emit(self, queue: str) -> None:
+    def emit(self, queue: str | None) -> None:
+        """Wake the listeners of `queue`, or of every queue for `None` (a re-scan after a reconnect)."""
         for listener in list(self._listeners):
             listener(queue)
 
@@ -79,6 +88,7 @@ class Backend:
     backfills: BackfillLedger | None = None
     wake: WakeSource | None = None
     on_close: Callable[[], Awaitable[None]] | None = None
+    on_install: Callable[[], Awaitable[None]] | None = None
     capabilities: frozenset[str] = field(init=False)
     _closed: bool = field(default=False, init=False)
 
@@ -96,6 +106,11 @@ class Backend:
                 f"the {self.name} backend does not offer {capability!r}; "
                 f"it offers {', '.join(sorted(self.capabilities))}"
             )
+
+    async def install(self) -> None:
+        """Create or upgrade the backend's durable structures (idempotent; nothing to do in memory)."""
+        if self.on_install is not None:
+            await self.on_install()
 
     async def close(self) -> None:
         """Release the engine's connections (idempotent)."""

@@ -216,7 +216,19 @@ class SlotLostError(XJobsError):
     code = "XJOBS_SLOT_LOST"
 
 
-class KeyBusyError(XJobsError):
-    """Another run holds this job's concurrency key and the job declared `when_busy="fail"`."""
+class BackendUnavailableError(XJobsError):
+    """The engine cannot be reached (connection refused, lost, or restarting); the call may be retried."""
 
-    code = "XJOBS_KEY_BUSY"
+    code = "XJOBS_BACKEND_UNAVAILABLE"
+
+
+class BackendError(XJobsError):
+    """The engine refused a statement for a reason xjobs does not expect; the message carries the engine's."""
+
+    code = "XJOBS_BACKEND_ERROR"
+
+
+class SchemaInvalidError(XJobsError):
+    """A schema name or key prefix is not a plain lower-case identifier."""
+
+    code = "XJOBS_SCHEMA_INVALID"

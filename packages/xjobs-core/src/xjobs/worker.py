@@ -72,6 +72,7 @@ class Worker:
         wake = backend.wake
         self._backoff = IdleBackoff(options.poll_floor_ms, lambda: wake is not None and wake.live)
         self._in_flight = dict.fromkeys(options.queues, 0)
+        self._open_queues = sum(1 for q in options.queues if options.concurrency[q] > 0)
         self._runs: dict[str, _Run] = {}
         self._side: set[asyncio.Task[None]] = set()
         self._loop_task: asyncio.Task[None] | None = None
@@ -210,8 +211,8 @@ class Worker:
 
     # -- the claim loop ----------------------------------------------------------------------
 
-    def _on_wake(self, queue: str) -> None:
-        if queue in self._in_flight:
+    def _on_wake(self, queue: str | None) -> None:
+        if queue is None or queue in self._in_flight:
             self._backoff.reset()
             self._waker.kick()
 
@@ -238,6 +239,7 @@ class Worker:
         while self._accepting:
             asks = self._asks()
             asked = min(sum(asks.values()), self._budget())
+            settling = len(self._runs)  # a run that settles during the pass may leave a retry due
             try:
                 got = await self._pass(asks) if asks else 0
             except Exception:
@@ -257,7 +259,9 @@ class Worker:
                     self._backoff.reset()
                     delay_ms = self._backoff.floor_ms
                 elif self._until_idle and not self._runs:
-                    break
+                    if len(asks) == self._open_queues and not settling:
+                        break  # every queue was asked, none had work, and nothing was running
+                    delay_ms = 0  # a queue was left out, or a run settled meanwhile: ask again
                 else:
                     delay_ms = self._backoff.next_ms()
             if self._accepting and delay_ms > 0:

@@ -1,0 +1,109 @@
+"""Opening a Postgres `Backend`: the pool, the schema (installed when missing), the stores and the wake."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import asyncpg
+
+from xjobs.backend import Backend, WakeSource
+from xjobs.clock import Clock, SystemClock
+from xjobs.options import finite_count
+from xjobs_pg.driver import PostgresJobDriver
+from xjobs_pg.errors import interpret_error
+from xjobs_pg.executor import Executor
+from xjobs_pg.install import SCHEMA_VERSION, install
+from xjobs_pg.leases import PostgresLeaseStore
+from xjobs_pg.schema import DEFAULT_SCHEMA, quote_schema, wake_channel
+from xjobs_pg.sql import Statements
+from xjobs_pg.wake import WakeListener
+from xjobs_pg.wake_slots import WakeSlots
+from xjobs_pg.workers import PostgresWorkerRegistry
+
+QueryLogger = Callable[[Any], None]
+
+
+def asyncpg_dsn(url: str) -> tuple[str, dict[str, str]]:
+    """The URL as asyncpg takes it (`postgres://`), with `xjobs_*` query options split off."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query)
+    ours = {k.removeprefix("xjobs_"): v for k, v in query if k.startswith("xjobs_")}
+    rest = [(k, v) for k, v in query if not k.startswith("xjobs_")]
+    return urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(rest), "")), ours
+
+
+async def _no_reset(_conn: asyncpg.Connection) -> None:
+    """A released connection needs no server round trip: xjobs never changes session state."""
+
+
+async def open_backend(
+    url: str,
+    *,
+    clock: Clock | None = None,
+    schema: str | None = None,
+    min_size: int = 1,
+    max_size: int = 20,
+    install_schema: bool = True,
+    on_query: QueryLogger | None = None,
+    **connect: Any,
+) -> Backend:
+    """A `Backend` over Postgres at `url`; the schema is installed unless `install_schema=False`.
+
+    Size the pool above the worker's concurrency plus a few: heartbeats and settles share it.
+    """
+    dsn, options = asyncpg_dsn(url)
+    name = schema or options.get("schema", DEFAULT_SCHEMA)
+    quoted = quote_schema(name)
+    finite_count("min_size", min_size, minimum=0)
+    finite_count("max_size", max_size, minimum=max(min_size, 1))
+    clock = clock or SystemClock()
+
+    async def init(conn: asyncpg.Connection) -> None:
+        if on_query is not None:
+            conn.add_query_logger(on_query)
+
+    try:
+        pool = await asyncpg.create_pool(
+            dsn, min_size=min_size, max_size=max_size, init=init, reset=_no_reset, **connect
+        )
+    except Exception as exc:
+        raise interpret_error(exc) from exc
+    executor = Executor(pool, Statements(quoted), clock)
+
+    async def do_install() -> None:
+        async with pool.acquire() as conn:
+            await install(conn, quoted)
+
+    if install_schema:
+        await _ensure_installed(executor, do_install)
+    channel = wake_channel(name)
+    source = WakeSource(activate=lambda: listener.start())
+    listener = WakeListener(dsn, channel, source, executor, **connect)
+
+    async def close() -> None:
+        await listener.close()
+        await pool.close()
+
+    return Backend(
+        name="postgres",
+        url=url,
+        clock=clock,
+        jobs=PostgresJobDriver(executor, WakeSlots(channel)),
+        workers=PostgresWorkerRegistry(executor),
+        leases=PostgresLeaseStore(executor),
+        wake=source,
+        on_close=close,
+        on_install=do_install,
+    )
+
+
+async def _ensure_installed(executor: Executor, do_install: Callable[[], Any]) -> None:
+    """One statement when the schema is current; the DDL when it is missing or older."""
+    try:
+        row = await executor.fetchrow("installed_version")
+    except Exception:
+        row = None
+    if row is None or row["version"] < SCHEMA_VERSION:
+        await do_install()

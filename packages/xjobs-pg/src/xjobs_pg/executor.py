@@ -1,0 +1,65 @@
+"""How the stores reach Postgres: one pool, named statements, the clock parameter, errors translated."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from xjobs.clock import Clock, is_system_clock
+from xjobs_pg.errors import interpret_error
+from xjobs_pg.sql import Statements
+
+
+class Executor:
+    """Runs named statements on the pool, translating engine errors.
+
+    Statements that read the time take `now()` as `$1`: null makes the statement read the server's
+    clock, so leases never depend on a worker's clock; a test clock passes its reading instead.
+    """
+
+    def __init__(self, pool: asyncpg.Pool, statements: Statements, clock: Clock) -> None:
+        self.pool = pool
+        self.sql = statements
+        self._clock = clock
+        self._server_time = is_system_clock(clock)
+
+    def now(self) -> int | None:
+        return None if self._server_time else self._clock.now_ms()
+
+    async def fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
+        try:
+            return await self.pool.fetch(self.sql[name], *args)
+        except Exception as exc:
+            raise interpret_error(exc) from exc
+
+    async def fetchrow(self, name: str, *args: Any) -> asyncpg.Record | None:
+        try:
+            return await self.pool.fetchrow(self.sql[name], *args)
+        except Exception as exc:
+            raise interpret_error(exc) from exc
+
+    async def execute(self, name: str, *args: Any) -> int:
+        """Run a statement; answers how many rows it touched."""
+        try:
+            status = await self.pool.execute(self.sql[name], *args)
+        except Exception as exc:
+            raise interpret_error(exc) from exc
+        return rows_touched(status)
+
+    async def in_transaction(
+        self, names: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[asyncpg.Record]]:
+        """Run statements in one transaction on one connection; answers each one's rows."""
+        try:
+            async with self.pool.acquire() as conn, conn.transaction():
+                return [await conn.fetch(self.sql[name], *args) for name, args in names]
+        except Exception as exc:
+            raise interpret_error(exc) from exc
+
+
+def rows_touched(status: str) -> int:
+    """The row count of a command tag such as `UPDATE 1` or `INSERT 0 1`."""
+    tail = status.rsplit(" ", 1)[-1]
+    return int(tail) if tail.isdigit() else 0

@@ -1,0 +1,56 @@
+"""The package's SQL: `.sql` files beside this module, one `-- name:` block per statement, loaded once."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+_NAME = re.compile(r"^-- name: ([a-z_]+)\s*$", re.M)
+_COMMENT = re.compile(r"--[^\n]*")
+SQL_FILES = ("jobs.sql", "settle.sql", "operator.sql", "stores.sql")
+
+
+def read_sql(filename: str) -> str:
+    """The text of one of the package's `.sql` files."""
+    return resources.files("xjobs_pg").joinpath("sql", filename).read_text(encoding="utf-8")
+
+
+def strip_comments(text: str) -> str:
+    """`text` without its `--` comments (statements here never hold `--` inside a literal)."""
+    return _COMMENT.sub("", text)
+
+
+def split_statements(text: str) -> list[str]:
+    """Cut DDL at semicolons; its comments carry no `;` and no `'` (a test pins that)."""
+    return [part.strip() for part in strip_comments(text).split(";") if part.strip()]
+
+
+@cache
+def _named() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for filename in SQL_FILES:
+        text = read_sql(filename)
+        marks = list(_NAME.finditer(text))
+        for i, mark in enumerate(marks):
+            end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+            body = strip_comments(text[mark.end() : end]).strip().rstrip(";").strip()
+            if mark.group(1) in found:
+                raise RuntimeError(f"statement {mark.group(1)!r} is named twice")
+            found[mark.group(1)] = body
+    return found
+
+
+class Statements:
+    """Every named statement rendered for one schema (a validated, quoted identifier)."""
+
+    def __init__(self, quoted_schema: str) -> None:
+        self._sql = {
+            name: body.replace("{schema}", quoted_schema) for name, body in _named().items()
+        }
+
+    def __getitem__(self, name: str) -> str:
+        return self._sql[name]
+
+    def names(self) -> list[str]:
+        return sorted(self._sql)

@@ -1,0 +1,86 @@
+-- The one install point: every durable table of xjobs in the configured schema.
+-- Idempotent: each statement is create if not exists, and a shipped table grows by
+-- alter table add column if not exists. The splitter cuts this file at semicolons,
+-- so no comment here may hold a semicolon or a quote character.
+
+-- Two installers at once would race the create statements, so one waits for the other.
+select pg_advisory_xact_lock(hashtextextended('xjobs.install', 0));
+
+create schema if not exists {schema};
+
+create table if not exists {schema}.schema_version (
+    singleton boolean primary key default true check (singleton),
+    version integer not null,
+    installed_at timestamptz not null default now()
+);
+
+-- One row per job. Durable instants are epoch milliseconds from the injected clock.
+create table if not exists {schema}.jobs (
+    id uuid primary key,
+    run_id uuid not null,
+    name text not null,
+    queue text not null,
+    tenant_id text,
+    idempotency_key text not null,
+    payload jsonb not null,
+    state text not null default 'ready'
+        check (state in ('ready', 'running', 'waiting', 'completed', 'failed', 'dead', 'cancelled')),
+    priority smallint not null default 0,
+    run_at_ms bigint not null,
+    attempt integer not null default 0,
+    max_attempts integer not null,
+    dead_letter boolean not null default true,
+    claims integer not null default 0,
+    claimed_by text,
+    lease_until_ms bigint,
+    created_at_ms bigint not null,
+    updated_at_ms bigint not null,
+    finished_at_ms bigint,
+    last_error text,
+    progress double precision,
+    enqueued_by text,
+    traceparent text
+);
+
+-- The idempotency namespace among live rows. The enqueue conflict target and the live-row
+-- lookup spell this same expression.
+create unique index if not exists jobs_live_namespace
+    on {schema}.jobs (name, coalesce(tenant_id, ''), idempotency_key)
+    where state in ('ready', 'running', 'waiting');
+
+-- The claim of due rows: a partial index scan in claim order, per queue.
+create index if not exists jobs_claimable
+    on {schema}.jobs (queue, priority, run_at_ms, id)
+    where state in ('ready', 'waiting');
+
+-- The rescue of lapsed leases, and the burial of exhausted ones.
+create index if not exists jobs_leased
+    on {schema}.jobs (queue, lease_until_ms)
+    where state = 'running';
+
+-- Bulk operator moves and retention read finished rows by state.
+create index if not exists jobs_finished
+    on {schema}.jobs (state, created_at_ms, id)
+    where state in ('completed', 'failed', 'dead', 'cancelled');
+
+create table if not exists {schema}.workers (
+    id text primary key,
+    host text not null,
+    pid integer not null,
+    queues text[] not null,
+    started_at_ms bigint not null,
+    last_seen_ms bigint not null,
+    expires_at_ms bigint not null
+);
+
+-- Fleet concurrency slots: one row per held slot, owned by a job id under one claim.
+create table if not exists {schema}.leases (
+    key text not null,
+    job_id text not null,
+    claims integer not null,
+    expires_at_ms bigint not null,
+    primary key (key, job_id, claims)
+);
+
+insert into {schema}.schema_version (singleton, version) values (true, 1)
+    on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);

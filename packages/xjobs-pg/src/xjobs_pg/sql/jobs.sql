@@ -1,0 +1,147 @@
+-- name: enqueue
+-- Inserts each row unless its id already names a job (a repeated publish) or a live row holds
+-- its namespace, and answers per input row the job it landed on. The conflict target spells the
+-- jobs_live_namespace expression exactly, and so does the live-row lookup. The wake is sent only
+-- for queues the caller asks to wake ($15) that got a row due now.
+with params as (
+    select coalesce($14::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
+),
+input as (
+    select t.id, t.run_id, t.name, t.queue, t.tenant_id, t.idempotency_key, t.payload, t.priority,
+           t.run_at_ms, t.max_attempts, t.dead_letter, t.enqueued_by, t.traceparent, t.ord, p.now_ms
+    from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                $8::int[], $9::bigint[], $10::int[], $11::bool[], $12::text[], $13::text[])
+         with ordinality as t(id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
+                              run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent, ord)
+    cross join params p
+),
+inserted as (
+    insert into {schema}.jobs (id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
+                               run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent,
+                               created_at_ms, updated_at_ms)
+    select i.id, i.run_id, i.name, i.queue, i.tenant_id, i.idempotency_key, i.payload::jsonb, i.priority,
+           coalesce(i.run_at_ms, i.now_ms), i.max_attempts, i.dead_letter, i.enqueued_by, i.traceparent,
+           i.now_ms, i.now_ms
+    from input i
+    where i.ord = (select min(twin.ord) from input twin where twin.id = i.id)
+      and not exists (select 1 from {schema}.jobs existing where existing.id = i.id)
+    order by i.ord
+    on conflict (name, coalesce(tenant_id, ''), idempotency_key)
+        where state in ('ready', 'running', 'waiting')
+        do nothing
+    returning id, run_id, name, tenant_id, idempotency_key, queue, run_at_ms
+),
+woken as (
+    select pg_notify($16, w.queue)
+    from (select distinct ins.queue
+          from inserted ins, params p
+          where ins.run_at_ms <= p.now_ms and ins.queue = any($15::text[])) w
+)
+select i.ord,
+       coalesce(ins.id, twin.id, byid.id, live.id) as id,
+       coalesce(ins.run_id, twin.run_id, byid.run_id, live.run_id) as run_id,
+       ins.id is not null and i.ord = (select min(same.ord) from input same where same.id = i.id)
+           as inserted,
+       (select count(*) from woken) as woken
+from input i
+left join inserted ins on ins.id = i.id
+left join inserted twin
+       on ins.id is null and twin.name = i.name
+      and coalesce(twin.tenant_id, '') = coalesce(i.tenant_id, '')
+      and twin.idempotency_key = i.idempotency_key
+left join {schema}.jobs byid on byid.id = i.id
+left join {schema}.jobs live
+       on live.name = i.name
+      and coalesce(live.tenant_id, '') = coalesce(i.tenant_id, '')
+      and live.idempotency_key = i.idempotency_key
+      and live.state in ('ready', 'running', 'waiting')
+order by i.ord;
+
+-- name: claim
+-- One statement: refresh the worker presence ($7), bury lapsed leases on their final attempt,
+-- and move up to $3[q] due jobs per queue and $5 in all to running, in claim order (priority,
+-- run_at, id), each locked with skip locked so concurrent workers never take one job twice.
+with params as (
+    select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
+),
+presence as (
+    update {schema}.workers w
+    set last_seen_ms = p.now_ms, expires_at_ms = p.now_ms + $7::bigint
+    from params p
+    where $7::bigint is not null and w.id = $4 and w.expires_at_ms > p.now_ms
+    returning w.id
+),
+exhausted as (
+    select j.id
+    from {schema}.jobs j
+    where j.state = 'running' and j.queue = any($2::text[])
+      and j.lease_until_ms <= (select now_ms from params)
+      and j.attempt >= j.max_attempts
+    for update of j skip locked
+),
+buried as (
+    update {schema}.jobs j
+    set state = case when j.dead_letter then 'dead' else 'failed' end,
+        finished_at_ms = p.now_ms, lease_until_ms = null, last_error = $8, updated_at_ms = p.now_ms
+    from params p
+    where j.id in (select id from exhausted)
+    returning j.id, j.run_id, j.name, j.queue, j.tenant_id, j.payload::text as payload, j.state,
+              j.attempt
+),
+due as (
+    select q.queue, q.lim, d.id, d.priority, d.run_at_ms
+    from unnest($2::text[], $3::int[]) as q(queue, lim)
+    cross join lateral (
+        select j.id, j.priority, j.run_at_ms
+        from {schema}.jobs j
+        where j.queue = q.queue and j.state in ('ready', 'waiting')
+          and j.run_at_ms <= (select now_ms from params)
+        order by j.priority, j.run_at_ms, j.id
+        limit q.lim
+        for update of j skip locked
+    ) d
+),
+rescued as (
+    select q.queue, q.lim, r.id, r.priority, r.run_at_ms
+    from unnest($2::text[], $3::int[]) as q(queue, lim)
+    cross join lateral (
+        select j.id, j.priority, j.run_at_ms
+        from {schema}.jobs j
+        where j.queue = q.queue and j.state = 'running'
+          and j.lease_until_ms <= (select now_ms from params)
+          and j.attempt < j.max_attempts
+        order by j.priority, j.run_at_ms, j.id
+        limit q.lim
+        for update of j skip locked
+    ) r
+),
+candidates as (
+    select ranked.id
+    from (select u.id, u.priority, u.run_at_ms, u.lim,
+                 row_number() over (partition by u.queue order by u.priority, u.run_at_ms, u.id) as rank
+          from (select queue, lim, id, priority, run_at_ms from due
+                union all
+                select queue, lim, id, priority, run_at_ms from rescued) u) ranked
+    where ranked.rank <= ranked.lim
+    order by ranked.priority, ranked.run_at_ms, ranked.id
+    limit $5
+),
+claimed as (
+    update {schema}.jobs j
+    set state = 'running', attempt = j.attempt + 1, claims = j.claims + 1, claimed_by = $4,
+        lease_until_ms = p.now_ms + $6::bigint, updated_at_ms = p.now_ms
+    from params p
+    where j.id in (select id from candidates)
+    returning j.id, j.run_id, j.name, j.queue, j.tenant_id, j.payload::text as payload, j.priority,
+              j.attempt, j.max_attempts, j.dead_letter, j.claims, j.lease_until_ms, j.enqueued_by,
+              j.traceparent, j.created_at_ms, j.run_at_ms, j.state
+)
+select false as buried, c.id, c.run_id, c.name, c.queue, c.tenant_id, c.payload, c.priority,
+       c.attempt, c.max_attempts, c.dead_letter, c.claims, c.lease_until_ms, c.enqueued_by,
+       c.traceparent, c.created_at_ms, c.run_at_ms, c.state
+from claimed c
+union all
+select true, b.id, b.run_id, b.name, b.queue, b.tenant_id, b.payload, null, b.attempt, null, null,
+       null, null, null, null, null, null, b.state
+from buried b
+order by 1, 8, 17, 2;

@@ -1,0 +1,38 @@
+-- Every settle is fenced on state running AND the claim (claimed_by, claims): a write from a
+-- worker whose claim moved on updates nothing, and the driver reports that it did not land.
+
+-- name: ack
+update {schema}.jobs
+set state = 'completed', lease_until_ms = null,
+    finished_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint),
+    updated_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
+where id = $2 and state = 'running' and claimed_by = $3 and claims = $4;
+
+-- name: nack
+-- $5 the next state, $6 run_at (null keeps now), $7 one when the attempt is handed back,
+-- $8 whether last_error is written, $9 the error, $10 whether the state is terminal.
+with params as (
+    select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
+)
+update {schema}.jobs j
+set state = $5,
+    run_at_ms = case when $10::boolean then j.run_at_ms else coalesce($6::bigint, p.now_ms) end,
+    attempt = greatest(j.attempt - $7::int, 0),
+    last_error = case when $8::boolean then $9 else j.last_error end,
+    finished_at_ms = case when $10::boolean then p.now_ms else null end,
+    lease_until_ms = null,
+    updated_at_ms = p.now_ms
+from params p
+where j.id = $2 and j.state = 'running' and j.claimed_by = $3 and j.claims = $4;
+
+-- name: heartbeat
+update {schema}.jobs
+set lease_until_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) + $5::bigint,
+    updated_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
+where id = $2 and state = 'running' and claimed_by = $3 and claims = $4;
+
+-- name: record_progress
+update {schema}.jobs
+set progress = $5,
+    updated_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
+where id = $2 and state = 'running' and claimed_by = $3 and claims = $4;

@@ -1,0 +1,81 @@
+-- name: worker_announce
+-- Writes this worker's row and sweeps rows that expired, in one statement.
+with params as (
+    select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
+),
+swept as (
+    delete from {schema}.workers w using params p where w.expires_at_ms <= p.now_ms returning w.id
+)
+insert into {schema}.workers (id, host, pid, queues, started_at_ms, last_seen_ms, expires_at_ms)
+select $2, $3, $4, $5::text[], $6, p.now_ms, p.now_ms + $7::bigint from params p
+on conflict (id) do update
+set host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+    started_at_ms = excluded.started_at_ms, last_seen_ms = excluded.last_seen_ms,
+    expires_at_ms = excluded.expires_at_ms;
+
+-- name: worker_beat
+update {schema}.workers
+set last_seen_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint),
+    expires_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) + $3::bigint
+where id = $2 and expires_at_ms > coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint);
+
+-- name: worker_forget
+delete from {schema}.workers where id = $1;
+
+-- name: worker_list
+select id, host, pid, queues, started_at_ms, last_seen_ms
+from {schema}.workers
+where expires_at_ms > coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
+order by id;
+
+-- name: lease_lock
+-- Serialises acquirers of one key for the rest of the transaction, so the count and the insert
+-- of lease_acquire cannot race another acquirer.
+select pg_advisory_xact_lock(hashtextextended($1, 0));
+
+-- name: lease_acquire
+-- Takes a slot unless $4 unexpired holders have one already; the holder own slot counts once.
+with params as (
+    select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
+),
+swept as (
+    delete from {schema}.leases l using params p
+    where l.key = $2 and l.expires_at_ms <= p.now_ms and not (l.job_id = $3 and l.claims = $5)
+    returning l.job_id
+),
+held as (
+    select count(*) filter (where not (l.job_id = $3 and l.claims = $5)) as others,
+           count(*) filter (where l.job_id = $3 and l.claims = $5) as mine
+    from {schema}.leases l, params p
+    where l.key = $2 and l.expires_at_ms > p.now_ms
+)
+insert into {schema}.leases (key, job_id, claims, expires_at_ms)
+select $2, $3, $5, p.now_ms + $6::bigint
+from params p, held h
+where $4::int > 0 and (h.mine > 0 or h.others < $4::int)
+on conflict (key, job_id, claims) do update set expires_at_ms = excluded.expires_at_ms
+returning key;
+
+-- name: lease_renew
+update {schema}.leases
+set expires_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) + $5::bigint
+where key = $2 and job_id = $3 and claims = $4
+  and expires_at_ms > coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint);
+
+-- name: lease_release
+delete from {schema}.leases
+where key = $2 and job_id = $3 and claims = $4
+  and expires_at_ms > coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint);
+
+-- name: lease_holders
+select job_id, claims
+from {schema}.leases
+where key = $2 and expires_at_ms > coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
+order by job_id, claims;
+
+-- name: wake_probe
+-- The probe that proves the listening session receives what another session notifies.
+select pg_notify($1, $2);
+
+-- name: installed_version
+select version from {schema}.schema_version;

@@ -1,0 +1,61 @@
+"""Fresh, isolated Postgres backends for the parity suite: one schema per test on a shared server."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import asyncpg
+
+from xjobs.backend import Backend
+from xjobs.clock import Clock
+from xjobs_pg.backend import asyncpg_dsn, open_backend
+from xjobs_pg.schema import quote_schema
+from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable
+
+
+def server_url() -> str:
+    """The test server's URL, or a skip (a failure under `XJOBS_REQUIRE_SERVERS=1`)."""
+    try:
+        return postgres_url()
+    except ServerUnavailable as exc:
+        unavailable(f"no Postgres server for the parity suite: {exc}")
+
+
+LEAKED_TABLES = """
+select schemaname || '.' || tablename as name
+from pg_tables
+where schemaname not in ('pg_catalog', 'information_schema')
+  and schemaname not like 'xjobs_t_%' and schemaname <> 'xjobs'
+"""
+DROP_SCHEMA = "drop schema if exists {schema} cascade"
+
+
+async def leaked_tables(url: str) -> list[str]:
+    """Tables outside any xjobs test schema: a test must leave nothing there."""
+    conn = await asyncpg.connect(asyncpg_dsn(url)[0])
+    try:
+        rows = await conn.fetch(LEAKED_TABLES)
+    finally:
+        await conn.close()
+    return [row["name"] for row in rows]
+
+
+@asynccontextmanager
+async def test_backend(clock: Clock) -> AsyncIterator[Backend]:
+    """A backend in a schema of its own, dropped afterwards, with a check that nothing leaked."""
+    url = server_url()
+    schema = f"xjobs_t_{secrets.token_hex(6)}"
+    backend = await open_backend(url, clock=clock, schema=schema, max_size=30)
+    try:
+        yield backend
+    finally:
+        await backend.close()
+        conn = await asyncpg.connect(asyncpg_dsn(url)[0])
+        try:
+            await conn.execute(DROP_SCHEMA.replace("{schema}", quote_schema(schema)))
+        finally:
+            await conn.close()
+    leaks = await leaked_tables(url)
+    assert not leaks, f"a test left tables outside its schema: {leaks}"

