@@ -68,11 +68,16 @@ class EnqueueResult:
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """The fence every settle carries: which worker holds the job, under which claim number."""
+    """The fence every settle carries: which worker holds the job, under which claim number.
+
+    `queue` is where the job lives; a driver whose keys are per queue (Redis) routes by it, and
+    looks the job up when a caller built a claim without it.
+    """
 
     job_id: str
     worker_id: str
     claims: int
+    queue: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +119,7 @@ class ClaimedJob:
 
     @property
     def claim(self) -> Claim:
-        return Claim(job_id=self.id, worker_id=self.worker_id, claims=self.claims)
+        return Claim(job_id=self.id, worker_id=self.worker_id, claims=self.claims, queue=self.queue)
 
 
 @dataclass(frozen=True, slots=True)
