@@ -15,6 +15,9 @@ input as (
                               run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent, ord)
     cross join params p
 ),
+firsts as (
+    select t.id, min(t.ord) as ord from input t group by t.id
+),
 inserted as (
     insert into {schema}.jobs (id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
                                run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent,
@@ -23,8 +26,8 @@ inserted as (
            coalesce(i.run_at_ms, i.now_ms), i.max_attempts, i.dead_letter, i.enqueued_by, i.traceparent,
            i.now_ms, i.now_ms
     from input i
-    where i.ord = (select min(twin.ord) from input twin where twin.id = i.id)
-      and not exists (select 1 from {schema}.jobs existing where existing.id = i.id)
+    join firsts f on f.id = i.id and f.ord = i.ord
+    where not exists (select 1 from {schema}.jobs existing where existing.id = i.id)
     order by i.ord
     on conflict (name, coalesce(tenant_id, ''), idempotency_key)
         where state in ('ready', 'running', 'waiting')
@@ -40,10 +43,10 @@ woken as (
 select i.ord,
        coalesce(ins.id, twin.id, byid.id, live.id) as id,
        coalesce(ins.run_id, twin.run_id, byid.run_id, live.run_id) as run_id,
-       ins.id is not null and i.ord = (select min(same.ord) from input same where same.id = i.id)
-           as inserted,
+       ins.id is not null and f.ord = i.ord as inserted,
        (select count(*) from woken) as woken
 from input i
+join firsts f on f.id = i.id
 left join inserted ins on ins.id = i.id
 left join inserted twin
        on ins.id is null and twin.name = i.name
