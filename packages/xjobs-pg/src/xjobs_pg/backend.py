@@ -11,6 +11,7 @@ import asyncpg
 from xjobs.backend import Backend, WakeSource
 from xjobs.clock import Clock, SystemClock
 from xjobs.options import finite_count
+from xjobs_pg import wake_slots
 from xjobs_pg.driver import PostgresJobDriver
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor
@@ -19,7 +20,6 @@ from xjobs_pg.leases import PostgresLeaseStore
 from xjobs_pg.schema import DEFAULT_SCHEMA, quote_schema, wake_channel
 from xjobs_pg.sql import Statements
 from xjobs_pg.wake import WakeListener
-from xjobs_pg.wake_slots import WakeSlots
 from xjobs_pg.workers import PostgresWorkerRegistry
 
 QueryLogger = Callable[[Any], None]
@@ -90,7 +90,7 @@ async def open_backend(
         name="postgres",
         url=url,
         clock=clock,
-        jobs=PostgresJobDriver(executor, WakeSlots(channel)),
+        jobs=PostgresJobDriver(executor, wake_slots.for_channel(channel)),
         workers=PostgresWorkerRegistry(executor),
         leases=PostgresLeaseStore(executor),
         wake=source,

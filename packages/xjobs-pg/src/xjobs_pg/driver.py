@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 
@@ -72,7 +73,9 @@ class PostgresJobDriver:
         return [results[i] for i in range(len(jobs))]
 
     async def _enqueue_once(self, jobs: Sequence[NewJob]) -> list[EnqueueResult | None]:
-        queues = sorted({job.queue for job in jobs if job.run_at_ms is None})
+        now = self._x.now()
+        due_by = now if now is not None else time.time_ns() // 1_000_000
+        queues = sorted({j.queue for j in jobs if j.run_at_ms is None or j.run_at_ms <= due_by})
         wake = self._wake.take(queues)
         args = (
             [job.id for job in jobs],
@@ -88,7 +91,7 @@ class PostgresJobDriver:
             [job.dead_letter for job in jobs],
             [job.enqueued_by for job in jobs],
             [job.traceparent for job in jobs],
-            self._x.now(),
+            now,
             wake,
             self._wake.channel,
         )

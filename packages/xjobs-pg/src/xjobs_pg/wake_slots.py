@@ -14,7 +14,7 @@ WAKE_SLOT_MS = 10
 
 
 class WakeSlots:
-    """Per-queue memory of the last slot this process notified in."""
+    """Per-queue memory of the last slot this process notified in (one per channel: `for_channel`)."""
 
     def __init__(self, channel: str, slot_ms: int = WAKE_SLOT_MS) -> None:
         self.channel = channel
@@ -30,3 +30,14 @@ class WakeSlots:
                 self._last[queue] = slot
                 woken.append(queue)
         return woken
+
+
+_by_channel: dict[str, WakeSlots] = {}
+
+
+def for_channel(channel: str) -> WakeSlots:
+    """The process's one `WakeSlots` for `channel`, shared by every backend object on it."""
+    slots = _by_channel.get(channel)
+    if slots is None:
+        slots = _by_channel[channel] = WakeSlots(channel)
+    return slots

@@ -1,5 +1,5 @@
 -- name: worker_announce
--- Writes this worker's row and sweeps rows that expired, in one statement.
+-- Writes the row of this worker and sweeps rows that expired, in one statement.
 with params as (
     select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
 ),
@@ -34,7 +34,8 @@ order by id;
 select pg_advisory_xact_lock(hashtextextended($1, 0));
 
 -- name: lease_acquire
--- Takes a slot unless $4 unexpired holders have one already; the holder own slot counts once.
+-- Takes a slot unless $4 unexpired holders have one already, where the slot of the holder
+-- itself counts once.
 with params as (
     select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
 ),
