@@ -112,7 +112,9 @@ async def count_idle_window(
         if wake_live is not None:
             deadline = time.monotonic() + LIVE_WITHIN_S
             while not wake_live():
-                assert time.monotonic() < deadline, f"the wake was not proven within {LIVE_WITHIN_S} s"
+                assert time.monotonic() < deadline, (
+                    f"the wake was not proven within {LIVE_WITHIN_S} s"
+                )
                 await asyncio.sleep(0.05)
         # Proving the wake emits a re-scan, which resets the backoff: the warm-up starts here.
         await asyncio.sleep(warm_up_s(worker.options.poll_floor_ms, ceiling_ms))

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from xjobs import XJobsError
-from xjobs_cli import backends_cli, demo_cli, worker_cli
+from xjobs_cli import backends_cli, demo_cli, install_cli, worker_cli
 from xjobs_cli.logs import LEVELS, configure_logging
 from xjobs_cli.version import version_line
 
@@ -22,6 +22,7 @@ _VERBS: tuple[tuple[Callable[..., argparse.ArgumentParser], str], ...] = (
     (worker_cli.add_parser, "INFO"),
     (demo_cli.add_parser, "WARNING"),
     (backends_cli.add_parser, "WARNING"),
+    (install_cli.add_parser, "WARNING"),
 )
 
 

@@ -81,6 +81,7 @@ class Worker:
         self._due_at: int | None = None
         self._unsubscribe: Any = None
         self._rotation = 0
+        self._failing = False
         self._last_presence = time.monotonic()
         self._done: asyncio.Future[None] | None = None
         self._abandon_at: float | None = None
@@ -242,11 +243,23 @@ class Worker:
             settling = len(self._runs)  # a run that settles during the pass may leave a retry due
             try:
                 got = await self._pass(asks) if asks else 0
-            except Exception:
-                log.exception("jobs.worker.pass-failed", extra={"worker_id": self.id})
-                self._backoff.reset()
-                delay_ms = self._backoff.floor_ms  # a failed pass re-arms at the floor
+            except Exception as exc:
+                # A failed pass re-arms at the floor; failing again, it backs off to the ceiling,
+                # so an outage neither spins the loop nor floods the log.
+                if self._failing:
+                    log.warning(
+                        "jobs.worker.pass-failed", extra={"worker_id": self.id, "error": repr(exc)}
+                    )
+                    delay_ms = self._backoff.next_ms()
+                else:
+                    log.exception("jobs.worker.pass-failed", extra={"worker_id": self.id})
+                    self._backoff.reset()
+                    delay_ms = self._backoff.next_ms()
+                self._failing = True
             else:
+                if self._failing:
+                    log.info("jobs.worker.pass-recovered", extra={"worker_id": self.id})
+                    self._failing = False
                 if not asks and self._until_idle and not self._runs:
                     break  # no slot at all (a zero limit is a hard stop): nothing will ever run
                 if not asks:  # every slot is busy: a freed slot kicks the next pass

