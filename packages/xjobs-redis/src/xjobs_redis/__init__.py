@@ -1,3 +1,3 @@
-"""xjobs-redis: the Redis backend for xjobs (its driver lands with the Redis issue)."""
+"""xjobs-redis: the Redis backend for xjobs (job driver, worker registry, fleet lease store)."""
 
 __version__ = "0.1.0"

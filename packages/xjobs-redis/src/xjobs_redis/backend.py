@@ -1,0 +1,93 @@
+"""Opening a Redis `Backend`: the client, the scripts loaded once, the stores (no wake yet)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import EqualJitterBackoff
+
+from xjobs.backend import Backend
+from xjobs.clock import Clock, SystemClock
+from xjobs.errors import SchemaInvalidError
+from xjobs_redis.driver import RedisJobDriver
+from xjobs_redis.errors import interpret_error
+from xjobs_redis.executor import Executor
+from xjobs_redis.keys import DEFAULT_PREFIX, Keys, validate_prefix
+from xjobs_redis.leases import RedisLeaseStore
+from xjobs_redis.workers import RedisWorkerRegistry
+
+# Re-dial for 1.1 to 2.2 s in all before a call is `XJOBS_BACKEND_UNAVAILABLE`: long enough for
+# a restart, so a settle does not fail (and its job run again once the lease lapses).
+RETRIES = 6
+RETRY_BASE_S = 0.05
+RETRY_CAP_S = 0.5
+
+
+def default_retry() -> Retry:
+    """A pooled connection a restart left dead fails its first command: re-dial a few times.
+
+    A retried script may run twice when only its reply was lost; every script tolerates that
+    (an enqueue dedupes by id, a settle's second run misses its fence, a slot is the holder's
+    own, and a claim's first jobs lapse and are rescued).
+    """
+    return Retry(EqualJitterBackoff(cap=RETRY_CAP_S, base=RETRY_BASE_S), retries=RETRIES)
+
+
+def split_url(url: str) -> tuple[str, dict[str, str]]:
+    """The URL as redis-py takes it, with the `xjobs_*` query options split off."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query)
+    ours = {k.removeprefix("xjobs_"): v for k, v in query if k.startswith("xjobs_")}
+    rest = [(k, v) for k, v in query if not k.startswith("xjobs_")]
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), "")), ours
+
+
+def choose_prefix(argument: str, from_url: str | None) -> str:
+    """The key prefix: `?xjobs_prefix=` in the URL, else the `prefix` argument; both must agree."""
+    if from_url is not None and argument not in (DEFAULT_PREFIX, from_url):
+        raise SchemaInvalidError(
+            f"the URL names key prefix {from_url!r} and the prefix argument {argument!r}; pass one"
+        )
+    return validate_prefix(from_url if from_url is not None else argument)
+
+
+async def open_backend(
+    url: str, *, clock: Clock | None = None, prefix: str = DEFAULT_PREFIX, **options: Any
+) -> Backend:
+    """A `Backend` over the Redis server at `url` (`redis://` or `rediss://`).
+
+    Every key lives under `prefix` (or `?xjobs_prefix=` in the URL); other keyword options go
+    to `redis.asyncio.Redis.from_url` (pool size, timeouts, TLS, `retry`). The scripts are
+    loaded here, so an unreachable server is `XJOBS_BACKEND_UNAVAILABLE` at open.
+    """
+    plain, ours = split_url(url)
+    keys = Keys(choose_prefix(prefix, ours.get("prefix")))
+    clock = clock or SystemClock()
+    try:
+        settings = {"retry": default_retry(), **options, "decode_responses": True}
+        client = Redis.from_url(plain, **settings)
+    except Exception as exc:
+        raise interpret_error(exc) from exc
+    executor = Executor(client, clock)
+    try:
+        await executor.load()
+    except BaseException:
+        await client.aclose()
+        raise
+
+    async def close() -> None:
+        await client.aclose()
+
+    return Backend(
+        name="redis",
+        url=url,
+        clock=clock,
+        jobs=RedisJobDriver(executor, keys),
+        workers=RedisWorkerRegistry(executor, keys),
+        leases=RedisLeaseStore(executor, keys),
+        wake=None,  # no proven cross-process wake on Redis yet: the worker's poll is the guarantee
+        on_close=close,
+    )

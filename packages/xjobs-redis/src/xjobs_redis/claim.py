@@ -1,0 +1,107 @@
+"""The claim pass across queues: one pipelined round trip of `claim.lua` calls, one per queue.
+
+When the pass's total `limit` is below the sum of the per-queue asks, the queues compete for it
+in claim order (priority, run_at, id): a first round trip peeks every asked queue's best
+candidates (`peek.lua`, read-only), the best `limit` across queues are picked here, and the
+second round trip claims that many from each queue. Every named queue is claimed from, even
+for none, so its exhausted lapsed leases are buried on every pass.
+"""
+
+from __future__ import annotations
+
+from xjobs.driver import (
+    LAPSED_ON_FINAL_ATTEMPT,
+    BuriedJob,
+    ClaimedJob,
+    ClaimOptions,
+    ClaimResult,
+    assert_claim_queues,
+)
+from xjobs_redis.executor import Arg, Call, Executor
+from xjobs_redis.keys import Keys, job_id_of
+from xjobs_redis.rows import buried_job, claimed_job
+
+# The most due delayed jobs one claim call promotes, and lapsed leases it sweeps: a bounded
+# script, whatever the backlog (the next pass takes the rest).
+SWEEP_BOUND = 1000
+
+
+class ClaimPass:
+    """Claims for one driver."""
+
+    def __init__(self, executor: Executor, keys: Keys) -> None:
+        self._x = executor
+        self._keys = keys
+
+    async def __call__(self, options: ClaimOptions) -> ClaimResult:
+        assert_claim_queues(options)
+        asks = {queue: max(ask, 0) for queue, ask in options.queues.items()}
+        presence = self._presence(options)
+        counts = asks
+        if options.limit is not None and options.limit < sum(asks.values()):
+            if options.limit <= 0:
+                counts = dict.fromkeys(asks, 0)
+            else:
+                counts = await self._pick(asks, options.limit, presence)
+                presence = []  # it rode the peek's round trip
+        calls = [*presence, *(self._claim_call(queue, n, options) for queue, n in counts.items())]
+        replies = await self._x.batch(calls)
+        claimed: list[tuple[int, int, str, ClaimedJob]] = []
+        buried: list[BuriedJob] = []
+        for reply in replies[len(presence) :]:
+            jobs, lapsed = reply
+            for fields in jobs:
+                job, run_at = claimed_job(fields, options.worker_id)
+                claimed.append((job.priority, run_at, job.id, job))
+            buried.extend(sorted((buried_job(fields) for fields in lapsed), key=lambda b: b.id))
+        claimed.sort(key=lambda entry: entry[:3])
+        return ClaimResult(jobs=tuple(entry[3] for entry in claimed), buried=tuple(buried))
+
+    def _presence(self, options: ClaimOptions) -> list[Call]:
+        """The worker registry refresh that rides the claim's round trip."""
+        if options.presence_ttl_ms is None:
+            return []
+        keys = [self._keys.workers(), self._keys.worker_seen()]
+        args: list[Arg] = [self._x.now(), options.worker_id, options.presence_ttl_ms]
+        return [Call("worker_beat", keys, args)]
+
+    def _claim_call(self, queue: str, n: int, options: ClaimOptions) -> Call:
+        k = self._keys
+        keys = [
+            k.ready(queue),
+            k.delayed(queue),
+            k.leased(queue),
+            k.live(queue),
+            k.finished(queue, "dead"),
+            k.finished(queue, "failed"),
+        ]
+        args: list[Arg] = [
+            self._x.now(),
+            n,
+            options.worker_id,
+            options.lease_ms,
+            LAPSED_ON_FINAL_ATTEMPT,
+            SWEEP_BOUND,
+        ]
+        return Call("claim", keys, args)
+
+    async def _pick(self, asks: dict[str, int], limit: int, presence: list[Call]) -> dict[str, int]:
+        """How many to claim from each queue: the best `limit` candidates across the queues."""
+        counts = dict.fromkeys(asks, 0)
+        asked = [queue for queue, ask in asks.items() if ask > 0]
+        k = self._keys
+        peeks = [
+            Call(
+                "peek",
+                [k.ready(queue), k.delayed(queue), k.leased(queue)],
+                [self._x.now(), min(asks[queue], limit), SWEEP_BOUND],
+            )
+            for queue in asked
+        ]
+        replies = await self._x.batch([*presence, *peeks])
+        candidates: list[tuple[int, str, str]] = []
+        for queue, reply in zip(asked, replies[len(presence) :], strict=True):
+            candidates.extend((int(score), job_id_of(str(job)), queue) for score, job in reply)
+        for _, _, queue in sorted(candidates)[:limit]:
+            counts[queue] += 1
+        return counts

@@ -1,0 +1,114 @@
+"""How the stores reach Redis: scripts by EVALSHA (reloaded on NOSCRIPT), pipelines, the clock argument.
+
+Every script takes `now` as ARGV[1]: an empty string makes the script read the server's `TIME`,
+so leases never depend on a worker's clock; an injected test clock passes its reading instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+from redis.exceptions import NoScriptError
+
+from xjobs.clock import Clock, is_system_clock
+from xjobs.errors import BackendError
+from xjobs_redis.errors import interpret_error
+from xjobs_redis.scripts import LuaScript, load_scripts
+
+Arg = str | int | float
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One script call: the operation's name, the keys it touches, its other arguments."""
+
+    script: str
+    keys: Sequence[str]
+    args: Sequence[Arg]
+
+
+# A plain command queued on a pipeline (a read, or the SADD beside an enqueue).
+Command = Callable[[Pipeline], object]
+
+
+class Executor:
+    """Runs the package's scripts and commands on one client, translating engine errors."""
+
+    def __init__(
+        self,
+        client: Redis,
+        clock: Clock,
+        scripts: dict[str, LuaScript] | None = None,
+    ) -> None:
+        self.client = client
+        self._clock = clock
+        self._server_time = is_system_clock(clock)
+        self._scripts = scripts if scripts is not None else load_scripts()
+
+    def now(self) -> str:
+        """ARGV[1] of every script: '' for the server's clock, else the injected clock's reading."""
+        return "" if self._server_time else str(self._clock.now_ms())
+
+    async def load(self) -> None:
+        """SCRIPT LOAD every script in one round trip (at open, and after a NOSCRIPT)."""
+        scripts = list(self._scripts.values())
+        try:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for script in scripts:
+                    pipe.script_load(script.source)
+                shas = await pipe.execute()
+        except Exception as exc:
+            raise interpret_error(exc) from exc
+        for script, sha in zip(scripts, shas, strict=True):
+            if sha != script.sha:
+                raise BackendError(f"Redis loaded script {script.name} as {sha}, not {script.sha}")
+
+    async def run(self, script: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        """One script call, one round trip (two more after a server restart flushed the scripts)."""
+        sha = self._scripts[script].sha
+        try:
+            try:
+                return await self.client.evalsha(sha, len(keys), *keys, *args)
+            except NoScriptError:
+                await self.load()
+                return await self.client.evalsha(sha, len(keys), *keys, *args)
+        except Exception as exc:
+            raise interpret_error(exc) from exc
+
+    async def batch(self, calls: Sequence[Call | Command]) -> list[Any]:
+        """Run `calls` in one pipelined round trip; answers each one's reply, in order.
+
+        A script the server no longer knows (NOSCRIPT after a restart) ran nothing; after a
+        reload only those calls are sent again, so no call runs twice.
+        """
+        if not calls:
+            return []
+        replies = await self._send(calls)
+        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if missing:
+            await self.load()
+            for i, reply in zip(
+                missing, await self._send([calls[i] for i in missing]), strict=True
+            ):
+                replies[i] = reply
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise interpret_error(reply) from reply
+        return replies
+
+    async def _send(self, calls: Sequence[Call | Command]) -> list[Any]:
+        try:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for call in calls:
+                    if isinstance(call, Call):
+                        sha = self._scripts[call.script].sha
+                        pipe.evalsha(sha, len(call.keys), *call.keys, *call.args)
+                    else:
+                        call(pipe)
+                return list(await pipe.execute(raise_on_error=False))
+        except Exception as exc:
+            raise interpret_error(exc) from exc

@@ -1,0 +1,98 @@
+"""Every Redis key name xjobs uses, built here and nowhere else (scripts receive them in KEYS).
+
+Per queue `q`, every key carries the hash tag `{<prefix>:<q>}`, so one queue's scripts touch one
+slot and run on Redis Cluster. The global keys (the queue set, the worker registry) share the
+tag `{<prefix>}`; each fleet lease key is a slot of its own. The layout is in the README.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from xjobs.driver import FINISHED_STATES
+from xjobs.errors import SchemaInvalidError
+from xjobs.names import validate_queue
+
+PREFIX_NAME: Final = re.compile(r"[a-z0-9_]{1,40}")
+DEFAULT_PREFIX: Final = "xjobs"
+JOB_MARK: Final = ":job:"
+
+
+def validate_prefix(prefix: object) -> str:
+    """A key prefix: 1-40 characters of `[a-z0-9_]`, or `SchemaInvalidError`."""
+    if not isinstance(prefix, str) or not PREFIX_NAME.fullmatch(prefix):
+        raise SchemaInvalidError(
+            f"key prefix {prefix!r} must be 1-40 characters of [a-z0-9_] (xjobs_prefix=...)"
+        )
+    return prefix
+
+
+class Keys:
+    """The key names under one validated prefix."""
+
+    __slots__ = ("_global", "prefix")
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = validate_prefix(prefix)
+        self._global = f"{prefix}:{{{prefix}}}"
+
+    # -- one queue ----------------------------------------------------------------------------
+
+    def _queue(self, queue: str) -> str:
+        return f"{self.prefix}:{{{self.prefix}:{validate_queue(queue)}}}"
+
+    def job(self, queue: str, job_id: str) -> str:
+        """The job's HASH; index members are these names, so a script never builds one."""
+        return f"{self._queue(queue)}{JOB_MARK}{job_id}"
+
+    def ready(self, queue: str) -> str:
+        """ZSET of due jobs in claim order: score priority * 2^42 + run_at_ms."""
+        return f"{self._queue(queue)}:ready"
+
+    def delayed(self, queue: str) -> str:
+        """ZSET of ready or waiting jobs not yet due: score run_at_ms."""
+        return f"{self._queue(queue)}:delayed"
+
+    def leased(self, queue: str) -> str:
+        """ZSET of running jobs: score lease_until_ms."""
+        return f"{self._queue(queue)}:leased"
+
+    def live(self, queue: str) -> str:
+        """HASH of the idempotency namespaces held by live jobs: namespace -> job key."""
+        return f"{self._queue(queue)}:live"
+
+    def finished(self, queue: str, state: str) -> str:
+        """ZSET of the jobs in one finished state: score created_at_ms."""
+        if state not in FINISHED_STATES:
+            raise ValueError(f"{state!r} is not a finished state")
+        return f"{self._queue(queue)}:{state}"
+
+    # -- global -------------------------------------------------------------------------------
+
+    def queues(self) -> str:
+        """SET of every queue name that was ever enqueued into."""
+        return f"{self._global}:queues"
+
+    def workers(self) -> str:
+        """ZSET of worker ids: score the row's expiry."""
+        return f"{self._global}:workers"
+
+    def worker_info(self) -> str:
+        """HASH worker id -> JSON of host, pid, queues, started_at_ms."""
+        return f"{self._global}:worker_info"
+
+    def worker_seen(self) -> str:
+        """HASH worker id -> last_seen_ms."""
+        return f"{self._global}:worker_seen"
+
+    # -- fleet leases -------------------------------------------------------------------------
+
+    def lease(self, key: str) -> str:
+        """ZSET of one lease key's slots: member `<job_id>:<claims>`, score expiry."""
+        return f"{self.prefix}:{{{self.prefix}:lease:{key}}}"
+
+
+def job_id_of(job_key: str) -> str:
+    """The job id a job key names (the text after `:job:`)."""
+    return job_key.split(JOB_MARK, 1)[1]

@@ -1,0 +1,21 @@
+-- ack: settle a run completed, fenced on state running AND the claim (claimed_by, claims).
+-- KEYS[1]  the job HASH
+-- KEYS[2]  leased ZSET of the job's queue
+-- KEYS[3]  live HASH of the job's queue
+-- KEYS[4]  completed ZSET of the job's queue
+-- ARGV[1]  now in epoch ms, or '' for the server's clock
+-- ARGV[2]  the claim's worker id
+-- ARGV[3]  the claim's claims counter
+-- reply: 1 when the fence held and the job completed, 0 when it missed (nothing written)
+
+local now = clock_ms(ARGV[1])
+local job = KEYS[1]
+if not holds_claim(job, ARGV[2], ARGV[3]) then
+  return 0
+end
+redis.call('HSET', job, 'state', 'completed', 'finished_at_ms', now, 'updated_at_ms', now)
+redis.call('HDEL', job, 'lease_until_ms')
+redis.call('ZREM', KEYS[2], job)
+release_namespace(job, KEYS[3])
+file_finished(job, KEYS[4])
+return 1

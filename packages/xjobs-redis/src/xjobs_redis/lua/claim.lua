@@ -1,0 +1,90 @@
+-- claim: one queue's share of a claim pass. Due delayed jobs move to ready (at most ARGV[6]);
+-- lapsed leases (at most ARGV[6]) on their final attempt (attempt >= max_attempts) are buried
+-- (dead, or failed without dead_letter), the others become candidates beside ready; up to
+-- ARGV[2] candidates in claim order (priority, run_at, id) move to running under a new claim.
+-- KEYS[1]  ready ZSET of the queue
+-- KEYS[2]  delayed ZSET of the queue
+-- KEYS[3]  leased ZSET of the queue
+-- KEYS[4]  live HASH of the queue
+-- KEYS[5]  dead ZSET of the queue
+-- KEYS[6]  failed ZSET of the queue
+-- ARGV[1]  now in epoch ms, or '' for the server's clock
+-- ARGV[2]  how many jobs to take (0: only promote and bury)
+-- ARGV[3]  the claiming worker's id
+-- ARGV[4]  the lease in ms
+-- ARGV[5]  the last_error of a buried job
+-- ARGV[6]  the most delayed jobs to promote, and lapsed leases to sweep, in this call
+-- reply: {claimed, buried}
+--   claimed: one {id, run_id, name, queue, tenant_id, payload, priority, attempt, max_attempts,
+--            dead_letter, claims, lease_until_ms, enqueued_by, traceparent, created_at_ms,
+--            run_at_ms} per claimed job, in claim order (absent fields are nil)
+--   buried:  one {id, run_id, name, queue, tenant_id, payload, state, attempt} per buried job
+
+local now = clock_ms(ARGV[1])
+local ready, delayed, leased, live = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local want = tonumber(ARGV[2])
+local worker_id = ARGV[3]
+local lease_until = now + tonumber(ARGV[4])
+local bound = tonumber(ARGV[6])
+
+for _, job in ipairs(redis.call('ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, bound)) do
+  local f = redis.call('HMGET', job, 'priority', 'run_at_ms')
+  if f[1] then
+    redis.call('ZADD', ready, ready_score(f[1], f[2]), job)
+  end
+  redis.call('ZREM', delayed, job)
+end
+
+local buried = {}
+local rescued = {}
+for _, job in ipairs(redis.call('ZRANGEBYSCORE', leased, '-inf', now, 'LIMIT', 0, bound)) do
+  local f = redis.call('HMGET', job, 'state', 'attempt', 'max_attempts', 'dead_letter',
+    'priority', 'run_at_ms')
+  if f[1] ~= 'running' then
+    redis.call('ZREM', leased, job)
+  elseif tonumber(f[2]) >= tonumber(f[3]) then
+    local state = f[4] == '1' and 'dead' or 'failed'
+    redis.call('HSET', job, 'state', state, 'finished_at_ms', now, 'last_error', ARGV[5],
+      'updated_at_ms', now)
+    redis.call('HDEL', job, 'lease_until_ms')
+    redis.call('ZREM', leased, job)
+    release_namespace(job, live)
+    file_finished(job, state == 'dead' and KEYS[5] or KEYS[6])
+    buried[#buried + 1] = redis.call('HMGET', job, 'id', 'run_id', 'name', 'queue', 'tenant_id',
+      'payload', 'state', 'attempt')
+  else
+    rescued[#rescued + 1] = {ready_score(f[5], f[6]), job}
+  end
+end
+
+local claimed = {}
+if want > 0 then
+  local candidates = {}
+  local head = redis.call('ZRANGE', ready, 0, want - 1, 'WITHSCORES')
+  for i = 1, #head, 2 do
+    candidates[#candidates + 1] = {tonumber(head[i + 1]), head[i]}
+  end
+  for _, pair in ipairs(rescued) do
+    candidates[#candidates + 1] = pair
+  end
+  table.sort(candidates, pair_before)
+  for _, pair in ipairs(candidates) do
+    if #claimed >= want then
+      break
+    end
+    local job = pair[2]
+    local state = redis.call('HGET', job, 'state')
+    redis.call('ZREM', ready, job)
+    if state == 'ready' or state == 'waiting' or state == 'running' then
+      redis.call('HINCRBY', job, 'attempt', 1)
+      redis.call('HINCRBY', job, 'claims', 1)
+      redis.call('HSET', job, 'state', 'running', 'claimed_by', worker_id,
+        'lease_until_ms', lease_until, 'updated_at_ms', now)
+      redis.call('ZADD', leased, lease_until, job)
+      claimed[#claimed + 1] = redis.call('HMGET', job, 'id', 'run_id', 'name', 'queue',
+        'tenant_id', 'payload', 'priority', 'attempt', 'max_attempts', 'dead_letter', 'claims',
+        'lease_until_ms', 'enqueued_by', 'traceparent', 'created_at_ms', 'run_at_ms')
+    end
+  end
+end
+return {claimed, buried}

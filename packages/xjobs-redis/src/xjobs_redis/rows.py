@@ -1,0 +1,163 @@
+"""Job rows to and from Redis: the enqueue row's JSON, and the scripts' replies as wire records.
+
+A job HASH holds every `JobRecord` column by its name, as text; a column that is `None` is an
+absent field. The field orders below are the ones `claim.lua` answers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from xjobs.driver import BuriedJob, ClaimedJob, JobRecord, JobState, NewJob
+from xjobs.errors import OptionInvalidError, PayloadInvalidError
+
+CLAIMED_FIELDS = (
+    "id",
+    "run_id",
+    "name",
+    "queue",
+    "tenant_id",
+    "payload",
+    "priority",
+    "attempt",
+    "max_attempts",
+    "dead_letter",
+    "claims",
+    "lease_until_ms",
+    "enqueued_by",
+    "traceparent",
+    "created_at_ms",
+    "run_at_ms",
+)
+BURIED_FIELDS = ("id", "run_id", "name", "queue", "tenant_id", "payload", "state", "attempt")
+# The ready score is priority * 2^42 + run_at_ms in a double: exact while |priority| < 2^10.
+PRIORITY_BOUND = 1023
+
+
+def enqueue_row(job: NewJob) -> str:
+    """One row of `enqueue.lua` as JSON.
+
+    The namespace joins name, tenant and key with NUL, so neither may hold one (Postgres text
+    refuses NUL too).
+    """
+    for column, value in (("tenant_id", job.tenant_id), ("idempotency_key", job.idempotency_key)):
+        if value is not None and "\x00" in value:
+            raise PayloadInvalidError(f"{column} of job {job.id} holds a NUL character")
+    if not -PRIORITY_BOUND <= job.priority <= PRIORITY_BOUND:
+        raise OptionInvalidError(
+            f"priority {job.priority} of job {job.id} is outside the Redis driver's "
+            f"-{PRIORITY_BOUND}..{PRIORITY_BOUND} (declarations allow 0..9)"
+        )
+    row = {
+        "id": job.id,
+        "run_id": job.run_id,
+        "name": job.name,
+        "queue": job.queue,
+        "tenant_id": job.tenant_id,
+        "idempotency_key": job.idempotency_key,
+        "payload": job.payload,
+        "priority": job.priority,
+        "run_at_ms": job.run_at_ms,
+        "max_attempts": job.max_attempts,
+        "dead_letter": job.dead_letter,
+        "enqueued_by": job.enqueued_by,
+        "traceparent": job.traceparent,
+    }
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+
+
+def _int(value: Any) -> int:
+    return int(value)
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def claimed_job(fields: Sequence[Any], worker_id: str) -> tuple[ClaimedJob, int]:
+    """A claimed job from `claim.lua`'s reply, with its run_at (for the claim order across queues)."""
+    row = dict(zip(CLAIMED_FIELDS, fields, strict=True))
+    job = ClaimedJob(
+        id=row["id"],
+        run_id=row["run_id"],
+        name=row["name"],
+        queue=row["queue"],
+        tenant_id=row["tenant_id"],
+        payload=row["payload"],
+        priority=_int(row["priority"]),
+        attempt=_int(row["attempt"]),
+        max_attempts=_int(row["max_attempts"]),
+        dead_letter=row["dead_letter"] == "1",
+        claims=_int(row["claims"]),
+        worker_id=worker_id,
+        lease_until_ms=_int(row["lease_until_ms"]),
+        enqueued_by=row["enqueued_by"],
+        traceparent=row["traceparent"],
+        created_at_ms=_int(row["created_at_ms"]),
+    )
+    return job, _int(row["run_at_ms"])
+
+
+def buried_job(fields: Sequence[Any]) -> BuriedJob:
+    """A buried job from `claim.lua`'s reply."""
+    row = dict(zip(BURIED_FIELDS, fields, strict=True))
+    return BuriedJob(
+        id=row["id"],
+        run_id=row["run_id"],
+        name=row["name"],
+        queue=row["queue"],
+        tenant_id=row["tenant_id"],
+        payload=row["payload"],
+        state="dead" if row["state"] == "dead" else "failed",
+        attempt=_int(row["attempt"]),
+    )
+
+
+def flat_hash(flat: Sequence[Any]) -> dict[str, str]:
+    """A script's HGETALL reply (field, value, ...) as a mapping."""
+    return {str(flat[i]): str(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+
+def _state(value: str) -> JobState:
+    states: dict[str, JobState] = {
+        "ready": "ready",
+        "running": "running",
+        "waiting": "waiting",
+        "completed": "completed",
+        "failed": "failed",
+        "dead": "dead",
+        "cancelled": "cancelled",
+    }
+    return states[value]
+
+
+def job_record(row: Mapping[str, str]) -> JobRecord:
+    """A job HASH as a `JobRecord`."""
+    progress = row.get("progress")
+    return JobRecord(
+        id=row["id"],
+        run_id=row["run_id"],
+        name=row["name"],
+        queue=row["queue"],
+        state=_state(row["state"]),
+        tenant_id=row.get("tenant_id"),
+        idempotency_key=row["idempotency_key"],
+        payload=row["payload"],
+        priority=int(row["priority"]),
+        attempt=int(row["attempt"]),
+        max_attempts=int(row["max_attempts"]),
+        dead_letter=row["dead_letter"] == "1",
+        claims=int(row["claims"]),
+        claimed_by=row.get("claimed_by"),
+        lease_until_ms=_opt_int(row.get("lease_until_ms")),
+        run_at_ms=int(row["run_at_ms"]),
+        created_at_ms=int(row["created_at_ms"]),
+        updated_at_ms=int(row["updated_at_ms"]),
+        finished_at_ms=_opt_int(row.get("finished_at_ms")),
+        last_error=row.get("last_error"),
+        progress=None if progress is None else float(progress),
+        enqueued_by=row.get("enqueued_by"),
+        traceparent=row.get("traceparent"),
+    )
