@@ -1,7 +1,7 @@
 """End to end: one user app module runs unchanged on every backend; only its URL changes.
 
 `shop_app.py` charges a card (failing the first attempt, retried at once) and then enqueues a
-receipt from inside the job. On memory and on Postgres the same enqueue and the same
+receipt from inside the job. On memory, on Postgres and on Redis the same enqueue and the same
 `run_worker(until_idle=True)` must end the same way.
 """
 
@@ -18,27 +18,51 @@ from typing import Any
 import asyncpg
 import pytest
 import pytest_asyncio
+from redis.asyncio import Redis
 
 from xjobs_pg.backend import asyncpg_dsn
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable
+from xjobs_redis.servers import ServerUnavailable as RedisUnavailable
+from xjobs_redis.servers import redis_url
+from xjobs_redis.testing import drop_prefix
 
 SHOP_APP = Path(__file__).with_name("shop_app.py")
 ORDERS = [("o-1", 1250), ("o-2", 990), ("o-3", 4200)]
 
 
-@pytest_asyncio.fixture(params=["memory", "postgres"])
+def with_option(url: str, option: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}{option}"
+
+
+@pytest_asyncio.fixture(params=["memory", "postgres", "redis"])
 async def backend_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
-    """`memory://`, or the test server with `?xjobs_schema=` naming a fresh schema (dropped after)."""
+    """`memory://`; or a test server, with `?xjobs_schema=` naming a fresh Postgres schema or
+    `?xjobs_prefix=` a fresh Redis key prefix (either dropped after)."""
     if request.param == "memory":
         yield "memory://"
+        return
+    if request.param == "redis":
+        try:
+            server = redis_url()
+        except RedisUnavailable as exc:
+            unavailable(f"no Redis server for the e2e test: {exc}")
+        prefix = f"xjobs_t_{secrets.token_hex(6)}"
+        yield with_option(server, f"xjobs_prefix={prefix}")
+        client = Redis.from_url(server, decode_responses=True)
+        try:
+            used = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
+            assert used, f"the app kept no key under the URL's xjobs_prefix={prefix}"
+            await drop_prefix(client, prefix)
+        finally:
+            await client.aclose()
         return
     try:
         server = postgres_url()
     except ServerUnavailable as exc:
         unavailable(f"no Postgres server for the e2e test: {exc}")
     schema = f"xjobs_t_{secrets.token_hex(6)}"
-    yield f"{server}{'&' if '?' in server else '?'}xjobs_schema={schema}"
+    yield with_option(server, f"xjobs_schema={schema}")
     conn = await asyncpg.connect(asyncpg_dsn(server)[0])
     try:
         await conn.execute(f"drop schema if exists {quote_schema(schema)} cascade")
@@ -69,7 +93,7 @@ async def test_the_same_app_module_ends_the_same_way_on_every_backend(
 ) -> None:
     app = shop.app
     async with app:
-        assert app.backend.name == ("memory" if backend_url == "memory://" else "postgres")
+        assert app.backend.name == engine(backend_url)
         charges = await app.enqueue_many(
             shop.charge_card, [shop.Order(order_id=o, cents=c) for o, c in ORDERS]
         )
@@ -93,7 +117,13 @@ async def test_the_same_app_module_ends_the_same_way_on_every_backend(
     }
 
 
+def engine(url: str) -> str:
+    """The backend a URL names, by its scheme."""
+    scheme = url.split("://", 1)[0]
+    return {"memory": "memory", "redis": "redis", "rediss": "redis"}.get(scheme, "postgres")
+
+
 def outcome(row: Any) -> tuple[str, str, int, str | None]:
-    """A job's ending as both backends must report it: name, state, attempts, the error's head."""
+    """A job's ending as every backend must report it: name, state, attempts, the error's head."""
     error = None if row.last_error is None else row.last_error.splitlines()[0]
     return (row.name, row.state, row.attempt, error)
