@@ -10,7 +10,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, Unpack
 
 from xjobs.backend import Backend
 from xjobs.clock import Clock, SystemClock
@@ -24,13 +24,7 @@ from xjobs.plugins import connect
 from xjobs.registry import Registry
 from xjobs.settled import SettledHook
 from xjobs.worker import Worker
-from xjobs.worker_options import (
-    DEFAULT_DRAIN_MARGIN,
-    DEFAULT_DRAIN_TIMEOUT,
-    DEFAULT_LEASE,
-    DEFAULT_POLL_FLOOR,
-    resolve_worker_options,
-)
+from xjobs.worker_options import WorkerKwargs, resolve_worker_options
 from xjobs.worker_stats import WorkerStats
 
 log = logging.getLogger("xjobs.app")
@@ -185,35 +179,16 @@ class App:
     # -- the worker role ---------------------------------------------------------------------
 
     def worker(
-        self,
-        *,
-        queues: Sequence[str] | None = None,
-        concurrency: int | Mapping[str, int] = 10,
-        max_in_flight: int | None = None,
-        lease: timedelta = DEFAULT_LEASE,
-        heartbeat: timedelta | None = None,
-        poll_floor: timedelta = DEFAULT_POLL_FLOOR,
-        drain_timeout: timedelta = DEFAULT_DRAIN_TIMEOUT,
-        drain_margin: timedelta = DEFAULT_DRAIN_MARGIN,
+        self, *, queues: Sequence[str] | None = None, **options: Unpack[WorkerKwargs]
     ) -> Worker:
         """A worker over `queues` (default: every queue a registered job uses), not yet started."""
         served = list(queues) if queues is not None else self.registry.queues()
         if not served:
             raise AppStateError("no queue to serve: register a job or pass queues=")
-        options = resolve_worker_options(
-            queues=served,
-            concurrency=concurrency,
-            max_in_flight=max_in_flight,
-            lease=lease,
-            heartbeat=heartbeat,
-            poll_floor=poll_floor,
-            drain_timeout=drain_timeout,
-            drain_margin=drain_margin,
-        )
         return Worker(
             backend=self.backend,
             registry=self.registry,
-            options=options,
+            options=resolve_worker_options(queues=served, **options),
             clock=self.clock,
             hooks=self._hooks,
         )
@@ -222,27 +197,16 @@ class App:
         self,
         *,
         queues: Sequence[str] | None = None,
-        concurrency: int | Mapping[str, int] = 10,
-        max_in_flight: int | None = None,
         until_idle: bool = False,
         handle_signals: bool | None = None,
-        lease: timedelta = DEFAULT_LEASE,
-        heartbeat: timedelta | None = None,
-        poll_floor: timedelta = DEFAULT_POLL_FLOOR,
-        drain_timeout: timedelta = DEFAULT_DRAIN_TIMEOUT,
-        drain_margin: timedelta = DEFAULT_DRAIN_MARGIN,
+        **options: Unpack[WorkerKwargs],
     ) -> WorkerStats:
-        """Run a worker in this process until it is idle (`until_idle=True`), stopped, or SIGTERM drains it."""
-        worker = self.worker(
-            queues=queues,
-            concurrency=concurrency,
-            max_in_flight=max_in_flight,
-            lease=lease,
-            heartbeat=heartbeat,
-            poll_floor=poll_floor,
-            drain_timeout=drain_timeout,
-            drain_margin=drain_margin,
-        )
+        """Run a worker in this process until it is idle (`until_idle=True`), stopped, or SIGTERM drains it.
+
+        `options` are `concurrency` (per queue), `max_in_flight`, `lease`, `heartbeat`,
+        `poll_floor`, `drain_timeout` and `drain_margin` (see `resolve_worker_options`).
+        """
+        worker = self.worker(queues=queues, **options)
         if handle_signals is None:
             handle_signals = (
                 not until_idle and threading.current_thread() is threading.main_thread()

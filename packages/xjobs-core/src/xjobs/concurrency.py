@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
-from xjobs.errors import DeclarationInvalidError, KeyUnderivableError
+from xjobs.derive import derive_str
+from xjobs.errors import DeclarationInvalidError
 from xjobs.options import finite_count
 
 WhenBusy = Literal["wait", "fail"]
@@ -35,16 +36,7 @@ class ResolvedConcurrency:
         """The fleet slot's key: `job:<name>`, or `job-key:<url-encoded name>:<key>`."""
         if self.key is None:
             return f"job:{job}"
-        try:
-            derived = self.key(value)
-        except Exception as exc:
-            raise KeyUnderivableError(
-                f"concurrency key of job {job!r} could not be derived: {exc!r}"
-            ) from exc
-        if not isinstance(derived, str) or not derived:
-            raise KeyUnderivableError(
-                f"concurrency key of job {job!r} must derive a non-empty str, got {derived!r}"
-            )
+        derived = derive_str(self.key, value, what="concurrency key", job=job)
         return f"job-key:{quote(job, safe='')}:{derived}"
 
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 from pydantic import BaseModel
 
 from xjobs.concurrency import Concurrency, ResolvedConcurrency, resolve_concurrency
+from xjobs.derive import derive_str
 from xjobs.errors import (
     AppStateError,
     DeclarationInvalidError,
     IdempotencyKeyRequiredError,
     JobDuplicateError,
-    KeyUnderivableError,
 )
 from xjobs.names import DEFAULT_QUEUE, validate_job_name, validate_queue
 from xjobs.options import finite_count, optional_duration_ms
@@ -137,17 +137,7 @@ class JobHandle(Generic[I]):
 
     def key_for(self, value: I) -> str:
         """The idempotency key this input derives."""
-        try:
-            key = self.idempotency_key(value)
-        except Exception as exc:
-            raise KeyUnderivableError(
-                f"idempotency key of job {self.name!r} could not be derived: {exc!r}"
-            ) from exc
-        if not isinstance(key, str) or not key:
-            raise KeyUnderivableError(
-                f"idempotency key of job {self.name!r} must derive a non-empty str, got {key!r}"
-            )
-        return key
+        return derive_str(self.idempotency_key, value, what="idempotency key", job=self.name)
 
     def tenant_for(self, value: I) -> str | None:
         """The org a run of this input acts for (`None` for `tenant="none"`)."""

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from xjobs.errors import KeyUnderivableError, TenantRequiredError
+from xjobs.derive import derive_str
+from xjobs.errors import TenantRequiredError
 
 NO_TENANT: Literal["none"] = "none"
 
@@ -21,17 +22,7 @@ class JobTenant:
         """The org a run of this input acts for; `None` when the job declared `"none"`."""
         if self.derive is None:
             return None
-        try:
-            org = self.derive(value)
-        except Exception as exc:
-            raise KeyUnderivableError(
-                f"tenant of job {job!r} could not be derived: {exc!r}"
-            ) from exc
-        if not isinstance(org, str) or not org:
-            raise KeyUnderivableError(
-                f"tenant of job {job!r} must derive a non-empty str, got {org!r}"
-            )
-        return org
+        return derive_str(self.derive, value, what="tenant", job=job)
 
 
 def resolve_tenant(tenant: object, *, job: str) -> JobTenant:

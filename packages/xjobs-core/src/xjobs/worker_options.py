@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TypedDict, Unpack
 
 from xjobs.errors import OptionInvalidError
 from xjobs.names import validate_queue
@@ -36,18 +37,33 @@ class WorkerOptions:
         return min(self.max_in_flight, sum(self.concurrency.values()))
 
 
+class WorkerKwargs(TypedDict, total=False):
+    """The knobs `App.worker` and `App.run_worker` pass through, each with its default below."""
+
+    concurrency: int | Mapping[str, int]
+    max_in_flight: int | None
+    lease: timedelta
+    heartbeat: timedelta | None
+    poll_floor: timedelta
+    drain_timeout: timedelta
+    drain_margin: timedelta
+
+
 def resolve_worker_options(
-    *,
-    queues: Sequence[str],
-    concurrency: int | Mapping[str, int] = 10,
-    max_in_flight: int | None = None,
-    lease: timedelta = DEFAULT_LEASE,
-    heartbeat: timedelta | None = None,
-    poll_floor: timedelta = DEFAULT_POLL_FLOOR,
-    drain_timeout: timedelta = DEFAULT_DRAIN_TIMEOUT,
-    drain_margin: timedelta = DEFAULT_DRAIN_MARGIN,
+    *, queues: Sequence[str], **knobs: Unpack[WorkerKwargs]
 ) -> WorkerOptions:
-    """Validate each option under its own name; a bad one is `XJOBS_OPTION_INVALID` naming it."""
+    """Validate each option under its own name; a bad one is `XJOBS_OPTION_INVALID` naming it.
+
+    Defaults: 10 slots per queue, `max_in_flight` the sum of the slots, a 30 s lease renewed
+    every third of it, a 50 ms poll floor, a 30 s drain with a 1 s margin.
+    """
+    concurrency = knobs.get("concurrency", 10)
+    max_in_flight = knobs.get("max_in_flight")
+    lease = knobs.get("lease", DEFAULT_LEASE)
+    heartbeat = knobs.get("heartbeat")
+    poll_floor = knobs.get("poll_floor", DEFAULT_POLL_FLOOR)
+    drain_timeout = knobs.get("drain_timeout", DEFAULT_DRAIN_TIMEOUT)
+    drain_margin = knobs.get("drain_margin", DEFAULT_DRAIN_MARGIN)
     if isinstance(queues, str) or not queues:
         raise OptionInvalidError("queues must be a non-empty list of queue names")
     names = tuple(dict.fromkeys(validate_queue(q) for q in queues))
