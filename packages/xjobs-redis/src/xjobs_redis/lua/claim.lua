@@ -67,7 +67,10 @@ if want > 0 then
   for _, pair in ipairs(rescued) do
     candidates[#candidates + 1] = pair
   end
-  table.sort(candidates, pair_before)
+  if #rescued > 0 then
+    -- ZRANGE gave the ready head in claim order already; only rescued leases need merging in
+    table.sort(candidates, pair_before)
+  end
   for _, pair in ipairs(candidates) do
     if #claimed >= want then
       break

@@ -33,7 +33,10 @@ for _, job in ipairs(redis.call('ZRANGEBYSCORE', leased, '-inf', now, 'LIMIT', 0
     candidates[#candidates + 1] = {ready_score(f[4], f[5]), job}
   end
 end
-table.sort(candidates, pair_before)
+if #candidates > #head / 2 then
+  -- the ready head is in claim order already; only promoted or rescued jobs need merging in
+  table.sort(candidates, pair_before)
+end
 local out = {}
 for i = 1, math.min(want, #candidates) do
   out[i] = candidates[i]
