@@ -412,7 +412,10 @@ class TestHeartbeat:
         app = parity.app(jobs=[body], on_settled=log)
         async with app:
             result = await body.enqueue(Item())
-            worker = asyncio.create_task(app.run_worker(lease=LEASE, until_idle=True))
+            # One slot: while its run is in flight this worker cannot claim the lapsed job itself.
+            worker = asyncio.create_task(
+                app.run_worker(lease=LEASE, until_idle=True, concurrency=1)
+            )
             await within(started.wait(), what="the body to start")
             taken = await reclaim_lapsed(parity, QUEUE, lease_ms=LEASE_MS)
             stats = await within(worker, what="the heartbeat to miss and the run to end")
