@@ -35,6 +35,7 @@ class WakeListener:
         self._probe = ""
         self._proved = asyncio.Event()
         self._closing = False
+        self._conn: asyncpg.Connection | None = None
 
     def start(self) -> None:
         if self._task is None:
@@ -52,6 +53,7 @@ class WakeListener:
             conn: asyncpg.Connection | None = None
             try:
                 conn = await asyncpg.connect(self._dsn, **self._connect)
+                self._conn = conn
                 lost = asyncio.Event()
                 conn.add_termination_listener(_setter(lost))
                 await conn.add_listener(self._channel, self._on_notify)
@@ -77,7 +79,10 @@ class WakeListener:
         self._probe = f"probe:{secrets.token_hex(8)}"
         await self._executor.execute("wake_probe", self._channel, self._probe)
         try:
-            await asyncio.wait_for(self._proved.wait(), PROBE_TIMEOUT_S)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+            # lands as the probe arrives, and close() would then wait on a live session forever.
+            async with asyncio.timeout(PROBE_TIMEOUT_S):
+                await self._proved.wait()
         except TimeoutError:
             log.warning("jobs.wake.unproven", extra={"channel": self._channel})
             return
@@ -85,6 +90,8 @@ class WakeListener:
 
     async def close(self) -> None:
         self._closing = True
+        if self._conn is not None and not self._conn.is_closed():
+            self._conn.terminate()  # ends the session even if a cancellation were lost
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)

@@ -19,6 +19,8 @@ from xjobs.testing.parity.env import ParityEnv
 
 MARKER = "xjobs_parity"
 OPTION = "--xjobs-backend"
+# A scenario that hangs fails with a timeout instead of holding the whole run.
+SCENARIO_TIMEOUT_S = 120
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -73,5 +75,10 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if not inspect.iscoroutinefunction(func):
         return None
     kwargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    asyncio.run(_run_scenario(pyfuncitem, func, kwargs))
+    asyncio.run(_bounded(_run_scenario(pyfuncitem, func, kwargs)))
     return True
+
+
+async def _bounded(scenario: Awaitable[None]) -> None:
+    async with asyncio.timeout(SCENARIO_TIMEOUT_S):
+        await scenario
