@@ -48,6 +48,11 @@ STABLE_CODES = {
     "BackendUnavailableError": "XJOBS_BACKEND_UNAVAILABLE",
     "BackendError": "XJOBS_BACKEND_ERROR",
     "SchemaInvalidError": "XJOBS_SCHEMA_INVALID",
+    "StepInvalidError": "XJOBS_STEP_INVALID",
+    "StepDuplicateError": "XJOBS_STEP_DUPLICATE",
+    "StepFailedError": "XJOBS_STEP_FAILED",
+    "StepTimeoutError": "XJOBS_STEP_TIMEOUT",
+    "EventInvalidError": "XJOBS_EVENT_INVALID",
 }
 
 

@@ -143,13 +143,13 @@ def test_a_surrogate_pair_is_an_ordinary_character() -> None:
 
 def test_a_nul_deep_inside_nested_values_is_refused() -> None:
     with pytest.raises(PayloadInvalidError) as caught:
-        check_strings({"a": [1, {"b": ("ok", "x\x00y")}]}, job="save_note")
+        check_strings({"a": [1, {"b": ("ok", "x\x00y")}]}, what="payload of job 'save_note'")
     assert_payload_refused(caught, "save_note")
 
 
 def test_a_lone_surrogate_in_a_nested_key_is_refused() -> None:
     with pytest.raises(PayloadInvalidError) as caught:
-        check_strings([{"fine": {"\ud800": 1}}], job="save_note")
+        check_strings([{"fine": {"\ud800": 1}}], what="payload of job 'save_note'")
     assert_payload_refused(caught, "save_note")
     assert "surrogate" in caught.value.message
 

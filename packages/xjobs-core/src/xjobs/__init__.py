@@ -16,13 +16,15 @@ from xjobs.driver import (
     JobRecord,
     RequeueFilter,
 )
-from xjobs.errors import Terminal, XJobsError
+from xjobs.errors import StepFailedError, Terminal, XJobsError
 from xjobs.hookspecs import hookimpl
 from xjobs.job import JobHandle, job
 from xjobs.job_context import JobContext
 from xjobs.plugins import BackendFactory, connect, installed_backends
 from xjobs.retry import Retry
 from xjobs.settled import Settled
+from xjobs.steps import StepApi, StepSuspension
+from xjobs.stores import EventRecord, StepRecord
 from xjobs.task import TaskHandle, task
 from xjobs.worker import Worker
 from xjobs.worker_stats import WorkerStats
@@ -40,6 +42,7 @@ __all__ = [
     "Clock",
     "Concurrency",
     "EnqueueResult",
+    "EventRecord",
     "JobContext",
     "JobDriver",
     "JobHandle",
@@ -48,6 +51,10 @@ __all__ = [
     "RequeueFilter",
     "Retry",
     "Settled",
+    "StepApi",
+    "StepFailedError",
+    "StepRecord",
+    "StepSuspension",
     "SystemClock",
     "TaskHandle",
     "Terminal",

@@ -17,12 +17,14 @@ from xjobs.clock import Clock, SystemClock
 from xjobs.describe import describe
 from xjobs.driver import BulkResult, EnqueueResult, JobRecord, RequeueFilter
 from xjobs.errors import AppStateError, BackendClosedError, JobNotFoundError, JobNotRegisteredError
+from xjobs.event_match import encode_object, validate_event_name
 from xjobs.facade import JobsFacade
 from xjobs.job import EnqueueOptions, JobHandle
 from xjobs.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from xjobs.plugins import connect
 from xjobs.registry import Registry
 from xjobs.settled import SettledHook
+from xjobs.stores import EventRecord, StepRecord
 from xjobs.worker import Worker
 from xjobs.worker_options import WorkerKwargs, resolve_worker_options
 from xjobs.worker_stats import WorkerStats
@@ -175,6 +177,24 @@ class App:
     async def requeue_jobs(self, where: RequeueFilter | None = None) -> BulkResult:
         """Requeue finished jobs in bulk (dead ones by default)."""
         return await self.backend.jobs.requeue_many(where or RequeueFilter())
+
+    async def get_steps(self, job_id: str) -> list[StepRecord]:
+        """The recorded steps of a job's run, by position (`XJOBS_JOB_NOT_FOUND` when there is none)."""
+        self.backend.require("steps")
+        record = await self.get_job(job_id)
+        assert self.backend.steps is not None
+        return await self.backend.steps.list(record.run_id, record.queue)
+
+    # -- events --------------------------------------------------------------------------------
+
+    async def send_event(self, event: str, payload: Mapping[str, Any] | None = None) -> EventRecord:
+        """Send `event` with a JSON-object `payload`: it wakes every run waiting for it whose match it
+        satisfies, and is kept for waits that begin later only if they began before it was sent."""
+        self.backend.require("events")
+        name = validate_event_name(event)
+        text = encode_object(payload or {}, what=f"payload of event {name!r}")
+        assert self.backend.events is not None
+        return await self.backend.events.send(name, text)
 
     # -- the worker role ---------------------------------------------------------------------
 

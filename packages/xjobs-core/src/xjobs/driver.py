@@ -22,7 +22,11 @@ JOB_STATES: Final[tuple[JobState, ...]] = (
 )
 LIVE_STATES: Final[frozenset[str]] = frozenset({"ready", "running", "waiting"})
 LAPSED_ON_FINAL_ATTEMPT: Final = "lease lapsed on the final attempt"
+
 FINISHED_STATES: Final[frozenset[str]] = frozenset({"completed", "failed", "dead", "cancelled"})
+
+# The `run_at_ms` of a parked run that waits for an event with no timeout: due only when woken.
+WAIT_FOREVER_MS: Final = 2**53 - 1
 
 Outcome = Literal[
     "completed",

@@ -232,3 +232,41 @@ class SchemaInvalidError(XJobsError):
     """A schema name or key prefix is not a plain lower-case identifier."""
 
     code = "XJOBS_SCHEMA_INVALID"
+
+
+class StepInvalidError(XJobsError):
+    """A step was called with a bad name or argument, or its result cannot be stored as JSON."""
+
+    code = "XJOBS_STEP_INVALID"
+    terminal = True
+
+
+class StepDuplicateError(XJobsError):
+    """Two steps of one run share a name; step names are unique within a run."""
+
+    code = "XJOBS_STEP_DUPLICATE"
+    terminal = True
+
+
+class StepFailedError(XJobsError):
+    """A step's function raised: live, its cause is the original error; on a replay it is rebuilt from the record."""
+
+    code = "XJOBS_STEP_FAILED"
+
+    def __init__(self, message: str, *, step: str, error_type: str, terminal: bool) -> None:
+        super().__init__(message)
+        self.step = step
+        self.error_type = error_type
+        self.terminal = terminal
+
+
+class StepTimeoutError(XJobsError):
+    """A step ran past the job's `step_timeout`: the step was cancelled and the attempt fails."""
+
+    code = "XJOBS_STEP_TIMEOUT"
+
+
+class EventInvalidError(XJobsError):
+    """An event name, payload or match was refused (not a JSON object, NUL, too large, bad name)."""
+
+    code = "XJOBS_EVENT_INVALID"

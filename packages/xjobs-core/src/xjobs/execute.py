@@ -10,7 +10,7 @@ from typing import Any
 
 from xjobs.clock import Clock
 from xjobs.context import Actor, run_with_context
-from xjobs.driver import ClaimedJob, JobDriver, Nack, Outcome
+from xjobs.driver import WAIT_FOREVER_MS, ClaimedJob, JobDriver, Nack, Outcome
 from xjobs.errors import (
     DrainingError,
     JobCancelledError,
@@ -26,6 +26,8 @@ from xjobs.progress import ProgressThrottle
 from xjobs.retry import is_terminal_error
 from xjobs.run_signal import RunSignal
 from xjobs.settled import Settled, SettledHook, announce_settled
+from xjobs.steps import StepApi, StepRun, StepSuspension
+from xjobs.stores import EventBus, StepStore
 
 log = logging.getLogger("xjobs.execute")
 
@@ -109,6 +111,8 @@ async def execute_job(
     signal: RunSignal,
     hooks: tuple[SettledHook, ...] = (),
     refusal: XJobsError | None = None,
+    steps: StepStore | None = None,
+    events: EventBus | None = None,
 ) -> Execution:
     """Run one claimed job to its settle; a `refusal` fails the attempt without running the body.
 
@@ -116,6 +120,13 @@ async def execute_job(
     """
     claim = job.claim
     progress = ProgressThrottle(clock, lambda v: driver.record_progress(claim, v))
+    step = StepApi(
+        StepRun(claim, job.run_id, job.queue, handle.step_timeout_ms),
+        store=steps,
+        events=events,
+        clock=clock,
+        signal=signal,
+    )
     error: BaseException | None = refusal
     tenant: str | None = None
     try:
@@ -134,6 +145,7 @@ async def execute_job(
             tenant=tenant,
             enqueued_by=job.enqueued_by,
             traceparent=job.traceparent,
+            step=step,
             _progress=progress,
             _signal=signal,
         )
@@ -142,9 +154,45 @@ async def execute_job(
         raise
     except Exception as exc:  # input or tenant refused: the attempt fails, the round goes on
         error = exc
+    if isinstance(error, StepSuspension):
+        await _flush(progress, job)
+        return await _park(handle, job, error, driver=driver, events=events, clock=clock)
     return await _settle(
         handle, job, error, tenant, driver=driver, clock=clock, progress=progress, hooks=hooks
     )
+
+
+async def _park(
+    handle: JobHandle[Any],
+    job: ClaimedJob,
+    suspension: StepSuspension,
+    *,
+    driver: JobDriver,
+    events: EventBus | None,
+    clock: Clock,
+) -> Execution:
+    """A suspension parks the job (`waiting`, uncounted): until its wake time, or its event.
+
+    A run waiting for an event is due again after `event_poll` when the job declares one.
+    """
+    run_at = suspension.resume_at_ms
+    wait = suspension.wait
+    if wait is not None and handle.event_poll_ms is not None:
+        run_at = min(run_at, clock.now_ms() + handle.event_poll_ms)
+    if wait is not None and events is not None:
+        landed = await events.park(job.claim, wait, run_at)
+    else:
+        landed = await driver.nack(job.claim, Nack("park", None, run_at, counts_as_attempt=False))
+    if not landed:
+        log.warning(
+            "jobs.settle.unowned", extra={"job_id": job.id, "job": job.name, "outcome": "suspended"}
+        )
+        return Execution("lease-lost", landed=False)
+    log.info(
+        "jobs.run.suspended", extra={"job_id": job.id, "job": job.name, "step": suspension.step}
+    )
+    resume_at = None if run_at >= WAIT_FOREVER_MS else run_at
+    return Execution("suspended", landed=True, resume_at_ms=resume_at)
 
 
 async def _settle(

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from xjobs.progress import ProgressThrottle
     from xjobs.run_signal import RunSignal
+    from xjobs.steps import StepApi
 
 
 @dataclass(eq=False)
 class JobContext:
-    """The run's identity (`job_id`, `run_id`, `attempt`, …) and its `progress()` reporter."""
+    """The run's identity (`job_id`, `run_id`, `attempt`, …), its durable `step`s and its `progress()` reporter."""
 
     job_id: str
     run_id: str
@@ -24,6 +25,7 @@ class JobContext:
     tenant: str | None
     enqueued_by: str | None
     traceparent: str | None
+    step: StepApi = field(repr=False)
     _progress: ProgressThrottle = field(repr=False)
     _signal: RunSignal = field(repr=False)
 

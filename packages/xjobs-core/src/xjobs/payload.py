@@ -28,7 +28,7 @@ def encode_payload(
     value: BaseModel, *, job: str, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
 ) -> str:
     """The JSON text stored for `value`: no NUL, no lone surrogate, at most `max_bytes` of UTF-8."""
-    check_strings(value.model_dump(), job=job)
+    check_strings(value.model_dump(), what=f"payload of job {job!r}")
     text = value.model_dump_json()
     size = len(text.encode("utf-8"))
     if size > max_bytes:
@@ -38,7 +38,7 @@ def encode_payload(
     return text
 
 
-def check_strings(value: object, *, job: str) -> None:
+def check_strings(value: object, *, what: str) -> None:
     """Refuse a NUL or a lone surrogate in any string of `value`, keys included.
 
     Postgres jsonb rejects `\\u0000` and UTF-8 cannot carry a lone surrogate, while Redis would
@@ -48,23 +48,23 @@ def check_strings(value: object, *, job: str) -> None:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            _check_string(item, job=job)
+            _check_string(item, what=what)
         elif isinstance(item, dict):
             for key, child in item.items():
                 if isinstance(key, str):
-                    _check_string(key, job=job)
+                    _check_string(key, what=what)
                 stack.append(child)
         elif isinstance(item, list | tuple | set | frozenset):
             stack.extend(item)
 
 
-def _check_string(text: str, *, job: str) -> None:
+def _check_string(text: str, *, what: str) -> None:
     if "\x00" in text:
-        raise PayloadInvalidError(f"payload of job {job!r} contains a NUL character (\\u0000)")
+        raise PayloadInvalidError(f"{what} contains a NUL character (\\u0000)")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise PayloadInvalidError(f"payload of job {job!r} contains a lone surrogate") from exc
+        raise PayloadInvalidError(f"{what} contains a lone surrogate") from exc
 
 
 def decode_payload(text: str) -> Any:

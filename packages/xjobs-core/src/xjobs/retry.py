@@ -48,7 +48,7 @@ def is_final_attempt(retry: Retry, attempt: int) -> bool:
 
 
 def is_terminal_error(error: BaseException) -> bool:
-    """Whether `error` says retrying cannot help: `xjobs.Terminal`, a bad input, or a class marked `terminal = True`."""
+    """Whether `error` says retrying cannot help: `xjobs.Terminal`, a bad input, or `terminal = True` on it or its class."""
     if isinstance(error, Terminal | InputInvalidError):
         return True
-    return getattr(type(error), "terminal", False) is True
+    return getattr(error, "terminal", False) is True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from xjobs.driver import Claim, NewJob
 
@@ -71,33 +71,45 @@ class LeaseStore(Protocol):
         ...
 
 
+StepStatus = Literal["done", "error", "pending"]
+
+
 @dataclass(frozen=True, slots=True)
 class StepRecord:
-    """One memoized step of a run: its JSON result, or the error it raised."""
+    """One step of a run: its JSON result (`done`), the error it raised (`error`), or a wait's state (`pending`).
+
+    `position` is the step's place in the run's order (0, 1, …), stable across replays.
+    """
 
     run_id: str
     name: str
+    status: StepStatus
     result: str | None
     error: str | None
+    position: int
     created_at_ms: int
 
 
 @runtime_checkable
 class StepStore(Protocol):
-    """Memoized step results per run; writes are fenced on the job's claim."""
+    """Memoized step records per run; writes are fenced on the job's claim."""
 
-    async def list(self, run_id: str) -> list[StepRecord]:
-        """Every recorded step of a run (the one hydrate per run)."""
+    async def list(self, run_id: str, queue: str) -> list[StepRecord]:
+        """Every recorded step of a run, by position (the one hydrate per run); `queue` is the job's."""
         ...
 
     async def put(self, claim: Claim, record: StepRecord) -> bool:
-        """Record a step unless the claim moved on; answers whether it landed."""
+        """Write a step fenced on `state = 'running'` and the claim (worker id, claims).
+
+        A record of the same name is replaced unless it is `done` (a memoized result is never
+        overwritten). Answers whether the write landed.
+        """
         ...
 
 
 @dataclass(frozen=True, slots=True)
 class EventRecord:
-    """One sent event."""
+    """One sent event; `payload` is the JSON text of an object."""
 
     id: str
     name: str
@@ -105,24 +117,56 @@ class EventRecord:
     sent_at_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class EventWait:
+    """A parked run's registration for one event (a job waits for one event at a time).
+
+    `match` is the JSON text of an object: each of its top-level keys must be present in the
+    event's payload with an equal JSON value (deep equality; `true` is not `1`, `1` is `1.0`).
+    """
+
+    job_id: str
+    run_id: str
+    queue: str
+    step: str
+    event: str
+    match: str
+    since_ms: int
+    deadline_ms: int | None
+
+
 @runtime_checkable
 class EventBus(Protocol):
-    """Events for `step.wait_for_event`, with one clock for waits and timeouts."""
+    """Events for `step.wait_for_event`, with ONE clock: `now()` stamps waits, sends and timeouts."""
 
     async def now(self) -> int:
-        """The bus's clock, in epoch ms."""
+        """The bus's clock, in epoch ms (the server's where there is one, else the injected clock)."""
         ...
 
     async def send(self, name: str, payload: str) -> EventRecord:
-        """Store an event and wake the runs waiting for it."""
+        """Store an event stamped `now()` and, atomically with it, wake every parked run whose wait it
+        matches (its job goes from `waiting` to due now, if it still waits under that run id); those
+        waits are dropped."""
         ...
 
-    async def find(self, name: str, match: dict[str, Any], since_ms: int) -> EventRecord | None:
-        """The first stored event of `name` matching `match` sent at or after `since_ms`."""
+    async def find(self, name: str, match: str, since_ms: int) -> EventRecord | None:
+        """The earliest stored event of `name` matching `match` with `sent_at_ms >= since_ms`
+        (ordered by `sent_at_ms`, then id)."""
+        ...
+
+    async def park(self, claim: Claim, wait: EventWait, run_at_ms: int) -> bool:
+        """Atomically register `wait` (replacing the job's earlier wait) and park the claimed job.
+
+        The park is the driver's `nack(park)` with the same fence (state running and the claim):
+        `waiting`, the attempt handed back. The job is due at `run_at_ms`, or now when an event
+        matching the wait was sent at or after `wait.since_ms` (so an event sent between the
+        run's last look and the park is not lost). Answers whether the park landed.
+        """
         ...
 
     async def purge_expired(self, older_than_ms: int) -> int:
-        """Delete events sent before `older_than_ms`; answers how many went."""
+        """Delete events sent before `older_than_ms` and waits whose deadline passed before it;
+        answers how many went."""
         ...
 
 

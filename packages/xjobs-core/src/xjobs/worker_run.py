@@ -82,6 +82,8 @@ async def run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) -> 
             signal=signal,
             hooks=wiring.hooks_for(handle),
             refusal=admission.error,
+            steps=wiring.backend.steps,
+            events=wiring.backend.events,
         )
     finally:
         keeper.stop()

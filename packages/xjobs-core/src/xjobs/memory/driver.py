@@ -93,6 +93,21 @@ class MemoryJobDriver:
             return None
         return row
 
+    def holds(self, claim: Claim) -> bool:
+        """Whether `claim` still holds its running job (the fence the step store and bus share)."""
+        return self._fenced(claim) is not None
+
+    def wake_waiting(self, job_id: str, run_id: str) -> bool:
+        """Make a job parked under `run_id` due now (an event's push); answers whether it was waiting."""
+        row = self._rows.get(job_id)
+        if row is None or row.state != "waiting" or row.run_id != run_id:
+            return False
+        now = self._clock.now_ms()
+        row.run_at_ms = now
+        self._touch(row, now)
+        self._wake.emit(row.queue)
+        return True
+
     # -- the contract ------------------------------------------------------------------------
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:

@@ -11,7 +11,9 @@ from xjobs.backend import Backend, WakeSource
 from xjobs.clock import Clock, SystemClock
 from xjobs.hookspecs import hookimpl
 from xjobs.memory.driver import MemoryJobDriver
+from xjobs.memory.events import MemoryEventBus
 from xjobs.memory.leases import MemoryLeaseStore
+from xjobs.memory.steps import MemoryStepStore
 from xjobs.memory.workers import MemoryWorkerRegistry
 from xjobs.plugins import BackendFactory
 
@@ -22,13 +24,16 @@ def _fresh(url: str, clock: Clock) -> Backend:
     workers = MemoryWorkerRegistry(clock)
     wake = WakeSource()
     wake.set_live(True)  # in one process the hint cannot be lost, so it needs no probe
+    jobs = MemoryJobDriver(clock, workers, wake)
     return Backend(
         name="memory",
         url=url,
         clock=clock,
-        jobs=MemoryJobDriver(clock, workers, wake),
+        jobs=jobs,
         workers=workers,
         leases=MemoryLeaseStore(clock),
+        steps=MemoryStepStore(jobs),
+        events=MemoryEventBus(clock, jobs),
         wake=wake,
     )
 

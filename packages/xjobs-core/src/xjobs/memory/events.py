@@ -1,0 +1,69 @@
+"""The memory event bus: events and waits in one process, each call atomic, on the injected clock."""
+
+from __future__ import annotations
+
+import json
+
+from xjobs.clock import Clock
+from xjobs.driver import Claim, Nack
+from xjobs.event_match import matches
+from xjobs.ids import new_id
+from xjobs.memory.driver import MemoryJobDriver
+from xjobs.stores import EventRecord, EventWait
+
+
+class MemoryEventBus:
+    """Events per name in send order, and at most one wait per job."""
+
+    def __init__(self, clock: Clock, jobs: MemoryJobDriver) -> None:
+        self._clock = clock
+        self._jobs = jobs
+        self._events: dict[str, list[EventRecord]] = {}
+        self._waits: dict[str, EventWait] = {}  # by job id
+
+    async def now(self) -> int:
+        return self._clock.now_ms()
+
+    async def send(self, name: str, payload: str) -> EventRecord:
+        record = EventRecord(new_id(), name, payload, self._clock.now_ms())
+        self._events.setdefault(name, []).append(record)
+        body = json.loads(payload)
+        for wait in [w for w in self._waits.values() if w.event == name]:
+            if matches(body, json.loads(wait.match)):
+                del self._waits[wait.job_id]
+                self._jobs.wake_waiting(wait.job_id, wait.run_id)
+        return record
+
+    def _find(self, name: str, match: str, since_ms: int) -> EventRecord | None:
+        wanted = json.loads(match)
+        candidates = [e for e in self._events.get(name, []) if e.sent_at_ms >= since_ms]
+        for event in sorted(candidates, key=lambda e: (e.sent_at_ms, e.id)):
+            if matches(json.loads(event.payload), wanted):
+                return event
+        return None
+
+    async def find(self, name: str, match: str, since_ms: int) -> EventRecord | None:
+        return self._find(name, match, since_ms)
+
+    async def park(self, claim: Claim, wait: EventWait, run_at_ms: int) -> bool:
+        if not self._jobs.holds(claim):
+            return False
+        if self._find(wait.event, wait.match, wait.since_ms) is not None:
+            run_at_ms = self._clock.now_ms()
+        self._waits[wait.job_id] = wait
+        return await self._jobs.nack(claim, Nack("park", None, run_at_ms, counts_as_attempt=False))
+
+    async def purge_expired(self, older_than_ms: int) -> int:
+        purged = 0
+        for name, events in list(self._events.items()):
+            kept = [e for e in events if e.sent_at_ms >= older_than_ms]
+            purged += len(events) - len(kept)
+            if kept:
+                self._events[name] = kept
+            else:
+                del self._events[name]
+        for job_id, wait in list(self._waits.items()):
+            if wait.deadline_ms is not None and wait.deadline_ms < older_than_ms:
+                del self._waits[job_id]
+                purged += 1
+        return purged
