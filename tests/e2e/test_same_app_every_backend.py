@@ -10,64 +10,15 @@ from __future__ import annotations
 import importlib.util
 import secrets
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import asyncpg
 import pytest
-import pytest_asyncio
-from redis.asyncio import Redis
-
-from xjobs_pg.backend import asyncpg_dsn
-from xjobs_pg.schema import quote_schema
-from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable
-from xjobs_redis.servers import ServerUnavailable as RedisUnavailable
-from xjobs_redis.servers import redis_url
-from xjobs_redis.testing import drop_prefix
 
 SHOP_APP = Path(__file__).with_name("shop_app.py")
 ORDERS = [("o-1", 1250), ("o-2", 990), ("o-3", 4200)]
-
-
-def with_option(url: str, option: str) -> str:
-    return f"{url}{'&' if '?' in url else '?'}{option}"
-
-
-@pytest_asyncio.fixture(params=["memory", "postgres", "redis"])
-async def backend_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
-    """`memory://`; or a test server, with `?xjobs_schema=` naming a fresh Postgres schema or
-    `?xjobs_prefix=` a fresh Redis key prefix (either dropped after)."""
-    if request.param == "memory":
-        yield "memory://"
-        return
-    if request.param == "redis":
-        try:
-            server = redis_url()
-        except RedisUnavailable as exc:
-            unavailable(f"no Redis server for the e2e test: {exc}")
-        prefix = f"xjobs_t_{secrets.token_hex(6)}"
-        yield with_option(server, f"xjobs_prefix={prefix}")
-        client = Redis.from_url(server, decode_responses=True)
-        try:
-            used = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
-            assert used, f"the app kept no key under the URL's xjobs_prefix={prefix}"
-            await drop_prefix(client, prefix)
-        finally:
-            await client.aclose()
-        return
-    try:
-        server = postgres_url()
-    except ServerUnavailable as exc:
-        unavailable(f"no Postgres server for the e2e test: {exc}")
-    schema = f"xjobs_t_{secrets.token_hex(6)}"
-    yield with_option(server, f"xjobs_schema={schema}")
-    conn = await asyncpg.connect(asyncpg_dsn(server)[0])
-    try:
-        await conn.execute(f"drop schema if exists {quote_schema(schema)} cascade")
-    finally:
-        await conn.close()
 
 
 @pytest.fixture

@@ -35,6 +35,7 @@ def test_an_option_the_worker_refuses_exits_2_with_its_code(
         ["worker"],
         ["worker", "x:app", "--concurrency", "many"],
         ["worker", "x:app", "--drain-timeout", "nan"],
+        ["worker", "x:app", "--lease", "soon"],
         ["no-such-verb"],
         [],
     ],

@@ -22,6 +22,8 @@ def _worker_options(args: argparse.Namespace) -> dict[str, Any]:
         options["max_in_flight"] = args.max_in_flight
     if args.drain_timeout is not None:
         options["drain_timeout"] = timedelta(seconds=args.drain_timeout)
+    if args.lease is not None:
+        options["lease"] = timedelta(seconds=args.lease)
     return options
 
 
@@ -86,6 +88,16 @@ def add_parser(
         default=None,
         metavar="SECONDS",
         help="on SIGTERM, how long running jobs may finish before being interrupted (default 30)",
+    )
+    parser.add_argument(
+        "--lease",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help=(
+            "how long a claim holds a job between heartbeats; a job of a killed worker is "
+            "claimable again after it (default 30)"
+        ),
     )
     parser.set_defaults(run=run)
     return parser

@@ -212,7 +212,11 @@ class StepApi:
             raise StepSuspension(name, at)
 
     def _claim_name(self, name: object) -> int:
-        """Take `name` for this run (synchronously, so steps started together keep their call order)."""
+        """Take `name` for this run (synchronously, so steps started together keep their call order).
+
+        An aborted run starts no step (a drained one still may: its writes are fenced).
+        """
+        self._refuse_if_aborted(name)
         if (
             not isinstance(name, str)
             or not name
@@ -227,6 +231,11 @@ class StepApi:
             raise StepDuplicateError(f"step name {name!r} is used twice in run {self._run.run_id}")
         position = self._names[name] = len(self._names)
         return position
+
+    def _refuse_if_aborted(self, name: object) -> None:
+        reason = self._signal.reason
+        if reason is not None and not isinstance(reason, DrainingError):
+            raise AbortedError(f"the run was aborted ({reason.code}); step {name!r} is not recorded")
 
     def _steps(self) -> StepStore:
         if self._store is None:
