@@ -18,7 +18,7 @@ import pytest
 from xjobs_cli.install_cli import redacted
 from xjobs_cli.main import main
 
-TABLES = ["jobs", "leases", "schema_version", "workers"]
+TABLES = ["event_waits", "events", "jobs", "leases", "schema_version", "steps", "workers"]
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Fixtures for the Redis package's own tests: the real test server, and a throwaway key prefix."""
+"""Fixtures for the Redis package's own tests: the real test server, a throwaway key prefix, backends over it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
 
+from xjobs.backend import Backend
+from xjobs.clock import ManualClock, SystemClock
+from xjobs_redis.backend import open_backend
 from xjobs_redis.servers import ServerUnavailable, redis_url, unavailable
 from xjobs_redis.testing import drop_prefix
 
@@ -37,3 +40,31 @@ async def client(url: str, prefix: str) -> AsyncIterator[Redis]:
     finally:
         await drop_prefix(conn, prefix)
         await conn.aclose()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """The manual clock `manual_backend` runs on."""
+    return ManualClock()
+
+
+@pytest_asyncio.fixture
+async def manual_backend(
+    url: str, prefix: str, client: Redis, clock: ManualClock
+) -> AsyncIterator[Backend]:
+    """A backend on the manual `clock`, under this test's prefix (dropped by `client`)."""
+    backend = await open_backend(url, clock=clock, prefix=prefix)
+    try:
+        yield backend
+    finally:
+        await backend.close()
+
+
+@pytest_asyncio.fixture
+async def server_backend(url: str, prefix: str, client: Redis) -> AsyncIterator[Backend]:
+    """A backend on the wall clock, so every script reads the server's TIME."""
+    backend = await open_backend(url, clock=SystemClock(), prefix=prefix)
+    try:
+        yield backend
+    finally:
+        await backend.close()

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 
 import xjobs
 from xjobs.backend import Backend
-from xjobs.clock import ManualClock, SystemClock
+from xjobs.clock import ManualClock
 from xjobs.driver import Claim, ClaimOptions, Nack, NewJob
 from xjobs.errors import (
     BackendError,
@@ -26,6 +25,7 @@ from xjobs.errors import (
 from xjobs.ids import new_id
 from xjobs.plugins import installed_backends
 from xjobs.stores import SlotHolder
+from xjobs.testing import rows
 from xjobs_redis.backend import open_backend, split_url
 from xjobs_redis.driver import RedisJobDriver
 from xjobs_redis.errors import interpret_error
@@ -35,42 +35,7 @@ from xjobs_redis.testing import test_backend as isolated_backend
 
 
 def new_job(**overrides: Any) -> NewJob:
-    values: dict[str, Any] = {
-        "id": new_id(),
-        "run_id": new_id(),
-        "name": "backend_job",
-        "queue": "alpha",
-        "tenant_id": None,
-        "idempotency_key": new_id(),
-        "payload": '{"n": 1}',
-        "priority": 0,
-        "run_at_ms": None,
-        "max_attempts": 3,
-        "dead_letter": True,
-        "enqueued_by": None,
-        "traceparent": None,
-    }
-    values.update(overrides)
-    return NewJob(**values)
-
-
-@pytest_asyncio.fixture
-async def server_backend(url: str, prefix: str, client: Redis) -> AsyncIterator[Backend]:
-    """A backend on the wall clock, so every script reads the server's TIME."""
-    backend = await open_backend(url, clock=SystemClock(), prefix=prefix)
-    try:
-        yield backend
-    finally:
-        await backend.close()
-
-
-@pytest_asyncio.fixture
-async def manual_backend(url: str, prefix: str, client: Redis) -> AsyncIterator[Backend]:
-    backend = await open_backend(url, clock=ManualClock(), prefix=prefix)
-    try:
-        yield backend
-    finally:
-        await backend.close()
+    return rows.new_job(**{"name": "backend_job", "queue": "alpha", **overrides})
 
 
 def executor_of(backend: Backend) -> Executor:
@@ -120,7 +85,7 @@ class TestOpen:
         names = [key async for key in client.scan_iter(match=f"{prefix}:*")]
         assert names, "the enqueue wrote nothing under the URL's prefix"
         assert (backend.name, backend.wake) == ("redis", None)
-        assert backend.capabilities == {"jobs", "workers", "leases"}
+        assert backend.capabilities == {"jobs", "workers", "leases", "steps", "events"}
 
 
 class TestServerClock:

@@ -217,4 +217,70 @@ async def test_every_script_loads_and_runs_against_the_server(
         assert 0 < await client.pttl(lease) <= 60_000  # the key expires with its last slot
     assert await run("lease_release", [lease], [now, f"{job_id}:1"]) == 1
 
+    await _run_the_step_and_event_scripts(run, k, now)
+
     assert run.ran == set(lua_names())
+
+
+async def _run_the_step_and_event_scripts(run: Recorder, k: Keys, now: Arg) -> None:
+    """A second job claimed, a step recorded, parked on an event, woken by a send, then purged."""
+    q, job_id, run_id = "events", new_id(), new_id()
+    job = k.job(q, job_id)
+    finished = [k.finished(q, s) for s in ("dead", "failed")]
+    await run("enqueue", [k.ready(q), k.delayed(q), k.live(q), job], [now, _row(job_id, run_id, q)])
+    claim_keys = [k.ready(q), k.delayed(q), k.leased(q), k.live(q), *finished]
+    await run("claim", claim_keys, [now, 1, "w-1", 30_000, LAPSED_ON_FINAL_ATTEMPT, 1000])
+    record = {"status": "done", "result": "1", "error": None, "position": 0, "created_at_ms": 0}
+    steps = [job, k.steps(q, run_id)]
+    assert await run("step_put", steps, ["w-1", 1, "one", json.dumps(record)]) == 1
+    assert await run("step_put", steps, ["w-1", 1, "one", json.dumps(record)]) == 0  # done stays
+
+    wait = {
+        "job_id": job_id,
+        "run_id": run_id,
+        "queue": q,
+        "step": "two",
+        "event": "paid",
+        "match": '{"order": 7}',
+        "since_ms": 0,
+        "deadline_ms": None,
+        "index": k.event_waiting("paid"),
+        "job": job,
+        "ready": k.ready(q),
+        "delayed": k.delayed(q),
+    }
+    park_keys = [
+        job,
+        k.ready(q),
+        k.delayed(q),
+        k.leased(q),
+        k.event_waits(),
+        k.event_waiting("paid"),
+        k.event_deadlines(),
+        k.events_sent("paid"),
+        k.event_payloads(),
+    ]
+    far = 2**50
+    park_args: list[Arg] = [now, "w-1", 1, far, job_id, json.dumps(wait), '{"order": 7}', 0, ""]
+    assert await run("event_park", park_keys, park_args) == 1
+    assert await run.x.client.hget(job, "state") == "waiting"
+    send_keys = [
+        k.event_names(),
+        k.events_sent("paid"),
+        k.event_payloads(),
+        k.event_waits(),
+        k.event_waiting("paid"),
+        k.event_deadlines(),
+    ]
+    sent_at = int(await run("event_send", send_keys, [now, "e-1", '{"order": 7}']))
+    assert await run.x.client.zscore(k.ready(q), job) is not None  # woken: due now
+    found = await run("event_find", send_keys[1:3], ['{"order": 7}', 0])
+    assert found[:2] == ["e-1", sent_at]
+    assert (
+        await run(
+            "event_purge",
+            [send_keys[0], send_keys[2], k.event_waits(), k.event_deadlines()],
+            [sent_at + 1],
+        )
+        == 1
+    )

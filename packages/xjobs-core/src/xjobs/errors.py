@@ -267,6 +267,6 @@ class StepTimeoutError(XJobsError):
 
 
 class EventInvalidError(XJobsError):
-    """An event name, payload or match was refused (not a JSON object, NUL, too large, bad name)."""
+    """An event name, payload or match was refused (not a JSON object, too large, bad name); a NUL is `PayloadInvalidError`."""
 
     code = "XJOBS_EVENT_INVALID"

@@ -8,7 +8,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, overload
 
 from xjobs.clock import Clock
 from xjobs.driver import WAIT_FOREVER_MS, Claim
@@ -94,6 +94,14 @@ class StepApi:
         return list(self._names)[:MAX_TRACE_NAMES]
 
     # -- the steps ------------------------------------------------------------------------------
+
+    @overload
+    async def run(
+        self, name: str, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any
+    ) -> T: ...
+
+    @overload
+    async def run(self, name: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
 
     async def run(
         self, name: str, fn: Callable[..., Awaitable[T] | T], *args: Any, **kwargs: Any
@@ -235,7 +243,9 @@ class StepApi:
     def _refuse_if_aborted(self, name: object) -> None:
         reason = self._signal.reason
         if reason is not None and not isinstance(reason, DrainingError):
-            raise AbortedError(f"the run was aborted ({reason.code}); step {name!r} is not recorded")
+            raise AbortedError(
+                f"the run was aborted ({reason.code}); step {name!r} is not recorded"
+            )
 
     def _steps(self) -> StepStore:
         if self._store is None:

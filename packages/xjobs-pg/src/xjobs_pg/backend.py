@@ -14,11 +14,13 @@ from xjobs.options import finite_count
 from xjobs_pg import wake_slots
 from xjobs_pg.driver import PostgresJobDriver
 from xjobs_pg.errors import interpret_error
+from xjobs_pg.events import PostgresEventBus
 from xjobs_pg.executor import Executor
 from xjobs_pg.install import SCHEMA_VERSION, install
 from xjobs_pg.leases import PostgresLeaseStore
 from xjobs_pg.schema import DEFAULT_SCHEMA, quote_schema, wake_channel
 from xjobs_pg.sql import Statements
+from xjobs_pg.steps import PostgresStepStore
 from xjobs_pg.wake import WakeListener
 from xjobs_pg.workers import PostgresWorkerRegistry
 
@@ -79,6 +81,7 @@ async def open_backend(
     if install_schema:
         await _ensure_installed(executor, do_install)
     channel = wake_channel(name)
+    slots = wake_slots.for_channel(channel)
     source = WakeSource(activate=lambda: listener.start())
     listener = WakeListener(dsn, channel, source, executor, **connect)
 
@@ -90,9 +93,11 @@ async def open_backend(
         name="postgres",
         url=url,
         clock=clock,
-        jobs=PostgresJobDriver(executor, wake_slots.for_channel(channel)),
+        jobs=PostgresJobDriver(executor, slots),
         workers=PostgresWorkerRegistry(executor),
         leases=PostgresLeaseStore(executor),
+        steps=PostgresStepStore(executor),
+        events=PostgresEventBus(executor, slots),
         wake=source,
         on_close=close,
         on_install=do_install,

@@ -14,9 +14,11 @@ from xjobs.clock import Clock, SystemClock
 from xjobs.errors import SchemaInvalidError
 from xjobs_redis.driver import RedisJobDriver
 from xjobs_redis.errors import interpret_error
+from xjobs_redis.events import RedisEventBus
 from xjobs_redis.executor import Executor
 from xjobs_redis.keys import DEFAULT_PREFIX, Keys, validate_prefix
 from xjobs_redis.leases import RedisLeaseStore
+from xjobs_redis.steps import RedisStepStore
 from xjobs_redis.workers import RedisWorkerRegistry
 
 # Re-dial for 1.1 to 2.2 s in all before a call is `XJOBS_BACKEND_UNAVAILABLE`: long enough for
@@ -88,6 +90,8 @@ async def open_backend(
         jobs=RedisJobDriver(executor, keys),
         workers=RedisWorkerRegistry(executor, keys),
         leases=RedisLeaseStore(executor, keys),
+        steps=RedisStepStore(executor, keys),
+        events=RedisEventBus(executor, keys),
         wake=None,  # no proven cross-process wake on Redis yet: the worker's poll is the guarantee
         on_close=close,
     )

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from redis.asyncio.client import Pipeline
 
 from xjobs.driver import (
     FINISHED_STATES,
@@ -28,6 +25,7 @@ from xjobs.errors import (
 from xjobs_redis.claim import ClaimPass
 from xjobs_redis.executor import Arg, Call, Command, Executor
 from xjobs_redis.keys import Keys
+from xjobs_redis.locate import locate, queue_of, queues, reader
 from xjobs_redis.rows import enqueue_row, flat_hash, job_record
 
 FINISHED_ORDER = tuple(sorted(FINISHED_STATES))
@@ -72,7 +70,7 @@ class RedisJobDriver:
     # -- settles, each fenced on state running and the claim ----------------------------------
 
     async def ack(self, claim: Claim) -> bool:
-        queue = await self._queue_of(claim)
+        queue = await queue_of(self._x, self._k, claim)
         if queue is None:
             return False
         k = self._k
@@ -86,15 +84,12 @@ class RedisJobDriver:
         return bool(await self._x.run("ack", keys, args) == 1)
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
-        queue = await self._queue_of(claim)
+        queue = await queue_of(self._x, self._k, claim)
         if queue is None:
             return False
         k = self._k
         keys = [
-            k.job(queue, claim.job_id),
-            k.ready(queue),
-            k.delayed(queue),
-            k.leased(queue),
+            *k.rescheduling(queue, claim.job_id),
             k.live(queue),
             k.finished(queue, "dead"),
             k.finished(queue, "failed"),
@@ -112,7 +107,7 @@ class RedisJobDriver:
         return bool(await self._x.run("nack", keys, args) == 1)
 
     async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
-        queue = await self._queue_of(claim)
+        queue = await queue_of(self._x, self._k, claim)
         if queue is None:
             return False
         keys = [self._k.job(queue, claim.job_id), self._k.leased(queue)]
@@ -120,7 +115,7 @@ class RedisJobDriver:
         return bool(await self._x.run("heartbeat", keys, args) == 1)
 
     async def record_progress(self, claim: Claim, progress: float) -> bool:
-        queue = await self._queue_of(claim)
+        queue = await queue_of(self._x, self._k, claim)
         if queue is None:
             return False
         keys = [self._k.job(queue, claim.job_id)]
@@ -130,7 +125,7 @@ class RedisJobDriver:
     # -- operator moves -----------------------------------------------------------------------
 
     async def cancel(self, job_id: str, reason: str | None = None) -> JobRecord:
-        queue = await self._locate(job_id)
+        queue = await locate(self._x, self._k, job_id)
         if queue is None:
             raise JobNotFoundError(f"no job has id {job_id!r}")
         k = self._k
@@ -153,7 +148,7 @@ class RedisJobDriver:
         return job_record(flat_hash(rest[0]))
 
     async def requeue(self, job_id: str) -> JobRecord:
-        queue = await self._locate(job_id)
+        queue = await locate(self._x, self._k, job_id)
         if queue is None:
             raise JobNotFoundError(f"no job has id {job_id!r}")
         k = self._k
@@ -176,13 +171,13 @@ class RedisJobDriver:
     async def requeue_many(self, where: RequeueFilter) -> BulkResult:
         """One script per queue, in queue-name order, each with what is left of the limit."""
         if where.queue is not None:
-            queues = [where.queue]
+            names = [where.queue]
         else:
-            queues = await self._queues()
+            names = await queues(self._x, self._k)
         states = [state for state in FINISHED_ORDER if state in where.states]
         moved = remaining = 0
         k = self._k
-        for queue in queues:
+        for queue in names:
             keys = [k.ready(queue), k.live(queue), *(k.finished(queue, s) for s in states)]
             name: tuple[Arg, Arg] = (1, where.name) if where.name is not None else (0, "")
             args: list[Arg] = [self._x.now(), max(where.limit - moved, 0), *name]
@@ -193,45 +188,11 @@ class RedisJobDriver:
 
     async def get(self, job_id: str) -> JobRecord | None:
         """Two round trips: the queue set, then every queue's candidate job HASH, pipelined."""
-        queues = await self._queues()
-        if not queues:
+        names = await queues(self._x, self._k)
+        if not names:
             return None
-        replies = await self._x.batch([self._reader("hgetall", q, job_id) for q in queues])
+        replies = await self._x.batch([reader("hgetall", self._k.job(q, job_id)) for q in names])
         for reply in replies:
             if reply:
                 return job_record({str(f): str(v) for f, v in dict(reply).items()})
         return None
-
-    # -- finding a job by id ------------------------------------------------------------------
-
-    def _smembers(self, pipe: Pipeline) -> object:
-        return pipe.smembers(self._k.queues())
-
-    async def _queues(self) -> list[str]:
-        (members,) = await self._x.batch([self._smembers])
-        return sorted(str(queue) for queue in members)
-
-    def _reader(self, command: str, queue: str, job_id: str) -> Command:
-        key = self._k.job(queue, job_id)
-        if command == "hgetall":
-            return lambda pipe: pipe.hgetall(key)
-        return lambda pipe: pipe.exists(key)
-
-    async def _locate(self, job_id: str) -> str | None:
-        """The queue holding `job_id` (two round trips), or `None`."""
-        queues = await self._queues()
-        if not queues:
-            return None
-        replies: list[Any] = await self._x.batch(
-            [self._reader("exists", q, job_id) for q in queues]
-        )
-        for queue, exists in zip(queues, replies, strict=True):
-            if exists:
-                return queue
-        return None
-
-    async def _queue_of(self, claim: Claim) -> str | None:
-        """The claim's queue, or the job's found by id for a claim built without one."""
-        if claim.queue is not None:
-            return claim.queue
-        return await self._locate(claim.job_id)

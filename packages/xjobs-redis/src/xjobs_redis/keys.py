@@ -2,7 +2,9 @@
 
 Per queue `q`, every key carries the hash tag `{<prefix>:<q>}`, so one queue's scripts touch one
 slot and run on Redis Cluster. The global keys (the queue set, the worker registry) share the
-tag `{<prefix>}`; each fleet lease key is a slot of its own. The layout is in the README.
+tag `{<prefix>}`; each fleet lease key is a slot of its own; the event bus's keys share the tag
+`{<prefix>:events}` (a queue named `events` shares that slot, never a key name). The layout is
+in the README.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Final
 
 from xjobs.driver import FINISHED_STATES
 from xjobs.errors import SchemaInvalidError
+from xjobs.event_match import validate_event_name
 from xjobs.names import validate_queue
 
 PREFIX_NAME: Final = re.compile(r"[a-z0-9_]{1,40}")
@@ -31,11 +34,12 @@ def validate_prefix(prefix: object) -> str:
 class Keys:
     """The key names under one validated prefix."""
 
-    __slots__ = ("_global", "prefix")
+    __slots__ = ("_events", "_global", "prefix")
 
     def __init__(self, prefix: str) -> None:
         self.prefix = validate_prefix(prefix)
         self._global = f"{prefix}:{{{prefix}}}"
+        self._events = f"{prefix}:{{{prefix}:events}}"
 
     # -- one queue ----------------------------------------------------------------------------
 
@@ -58,6 +62,10 @@ class Keys:
         """ZSET of running jobs: score lease_until_ms."""
         return f"{self._queue(queue)}:leased"
 
+    def rescheduling(self, queue: str, job_id: str) -> list[str]:
+        """The first four keys of every script that takes a leased job back to ready or delayed."""
+        return [self.job(queue, job_id), self.ready(queue), self.delayed(queue), self.leased(queue)]
+
     def live(self, queue: str) -> str:
         """HASH of the idempotency namespaces held by live jobs: namespace -> job key."""
         return f"{self._queue(queue)}:live"
@@ -67,6 +75,10 @@ class Keys:
         if state not in FINISHED_STATES:
             raise ValueError(f"{state!r} is not a finished state")
         return f"{self._queue(queue)}:{state}"
+
+    def steps(self, queue: str, run_id: str) -> str:
+        """HASH of one run's steps: step name -> the record's JSON (on the job's slot, for the fence)."""
+        return f"{self._queue(queue)}:steps:{run_id}"
 
     # -- global -------------------------------------------------------------------------------
 
@@ -85,6 +97,32 @@ class Keys:
     def worker_seen(self) -> str:
         """HASH worker id -> last_seen_ms."""
         return f"{self._global}:worker_seen"
+
+    # -- the event bus ------------------------------------------------------------------------
+
+    def event_names(self) -> str:
+        """SET of the `events_sent` ZSET keys that hold events (so a purge finds every name)."""
+        return f"{self._events}:event_names"
+
+    def events_sent(self, event: str) -> str:
+        """ZSET of one event name's events: member the event id, score sent_at_ms."""
+        return f"{self._events}:events_sent:{validate_event_name(event)}"
+
+    def event_payloads(self) -> str:
+        """HASH event id -> the event's payload JSON."""
+        return f"{self._events}:event_payloads"
+
+    def event_waits(self) -> str:
+        """HASH job id -> the JSON of the job's one event wait (with the keys its wake needs)."""
+        return f"{self._events}:event_waits"
+
+    def event_waiting(self, event: str) -> str:
+        """SET of the ids of the jobs waiting for one event name."""
+        return f"{self._events}:event_waiting:{validate_event_name(event)}"
+
+    def event_deadlines(self) -> str:
+        """ZSET of the waits that have a deadline: member the job id, score deadline_ms."""
+        return f"{self._events}:event_deadlines"
 
     # -- fleet leases -------------------------------------------------------------------------
 

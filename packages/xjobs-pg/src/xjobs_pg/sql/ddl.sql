@@ -82,5 +82,45 @@ create table if not exists {schema}.leases (
     primary key (key, job_id, claims)
 );
 
-insert into {schema}.schema_version (singleton, version) values (true, 1)
+-- Durable steps: one row per step of a run. A done row is never overwritten (the upsert
+-- of step_put is fenced on it), so a memoized result survives every replay.
+create table if not exists {schema}.steps (
+    run_id uuid not null,
+    name text not null,
+    status text not null check (status in ('done', 'error', 'pending')),
+    result text,
+    error text,
+    position integer not null,
+    created_at_ms bigint not null,
+    primary key (run_id, name)
+);
+
+-- Sent events, kept for waits that begin before them until the purge. The index serves the
+-- lookup of the earliest match of a name since an instant, in (sent_at, id) order.
+create table if not exists {schema}.events (
+    id uuid primary key,
+    name text not null,
+    payload jsonb not null,
+    sent_at_ms bigint not null
+);
+
+create index if not exists events_by_name
+    on {schema}.events (name, sent_at_ms, id);
+
+-- A parked run registered for one event: at most one wait per job, replaced by its next wait.
+create table if not exists {schema}.event_waits (
+    job_id uuid primary key,
+    run_id uuid not null,
+    queue text not null,
+    step text not null,
+    event text not null,
+    match jsonb not null,
+    since_ms bigint not null,
+    deadline_ms bigint
+);
+
+create index if not exists event_waits_by_event
+    on {schema}.event_waits (event);
+
+insert into {schema}.schema_version (singleton, version) values (true, 2)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);

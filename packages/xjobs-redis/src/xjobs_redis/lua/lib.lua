@@ -1,13 +1,15 @@
 -- lib: the helpers every script shares; xjobs_redis.scripts prepends this file to each script
 -- before SCRIPT LOAD, so it never runs on its own.
--- KEYS: none (each helper takes the keys its caller was passed, or a job key read from an index)
+-- KEYS: none (each helper takes the keys its caller was passed, or a key read from an index)
 -- ARGV: none
 -- reply: none
 --
 -- Index members (ready, delayed, leased, the finished-state ZSETs) and the live HASH's values
 -- are job keys that xjobs_redis.keys built and an enqueue passed in KEYS: a script that finds a
 -- job in an index uses that name as it is and never builds one. Every job key of a queue shares
--- the queue's hash tag, so all of it is one slot.
+-- the queue's hash tag, so all of it is one slot. An event wait's entry likewise holds the keys
+-- a park was passed (its job's, its event's index), and the SET of event names holds the keys of
+-- their sent ZSETs.
 
 if redis.replicate_commands then
   redis.replicate_commands() -- effects replication, so TIME may precede writes on Redis 6.2
@@ -72,6 +74,35 @@ local function holds_claim(job, worker_id, claims)
   return f[1] == 'running' and f[2] == worker_id and f[3] == claims
 end
 
+-- Hand a running job's lease back (every nack, and an event park): the leased index and the
+-- lease dropped, and the attempt returned when it does not count (a shed, a park).
+local function drop_lease(job, leased, counts_as_attempt)
+  if not counts_as_attempt then
+    local attempt = tonumber(redis.call('HGET', job, 'attempt'))
+    redis.call('HSET', job, 'attempt', math.max(attempt - 1, 0))
+  end
+  redis.call('HDEL', job, 'lease_until_ms')
+  redis.call('ZREM', leased, job)
+end
+
+-- Make a job due at run_at: out of delayed, into ready under its claim-order score, as a claim
+-- promotes a due delayed job.
+local function file_ready(job, ready, delayed, run_at)
+  redis.call('ZREM', delayed, job)
+  redis.call('ZADD', ready, ready_score(redis.call('HGET', job, 'priority'), run_at), job)
+end
+
+-- Put a job back in its queue as `state` (ready, or waiting for a park) at run_at: a due ready
+-- job into ready, any other into delayed, which a claim promotes once it is due.
+local function reschedule(job, ready, delayed, state, run_at, now)
+  redis.call('HSET', job, 'state', state, 'run_at_ms', run_at)
+  if state == 'ready' and run_at <= now then
+    file_ready(job, ready, delayed, run_at)
+  else
+    redis.call('ZADD', delayed, run_at, job)
+  end
+end
+
 -- File a finished job in its state's ZSET (score created_at_ms), for bulk requeue and retention.
 local function file_finished(job, state_zset)
   redis.call('ZADD', state_zset, redis.call('HGET', job, 'created_at_ms'), job)
@@ -92,4 +123,109 @@ local function expire_with_last_slot(slots, now, server_time)
       redis.call('PEXPIRE', slots, math.max(tonumber(last[2]) - now, 1))
     end
   end
+end
+
+-- JSON as the event match reads it. cjson decodes [] and {} alike (an empty table), so each
+-- empty array outside a string is first rewritten to EMPTY_ARRAY: a string holding a NUL, which
+-- no payload or match holds (xjobs.payload refuses NUL), so it equals only another [].
+local EMPTY_ARRAY = '"\\u0000[]"'
+local QUOTE, BACKSLASH, CLOSE_BRACKET = 34, 92, 93
+
+local function decode_json(text)
+  local parts, from, i = {}, 1, 1
+  while true do
+    i = string.find(text, '["%[]', i)
+    if i == nil then
+      break
+    end
+    if string.byte(text, i) == QUOTE then
+      -- skip the string: to the first quote that no backslash escapes
+      repeat
+        local j = string.find(text, '["\\]', i + 1)
+        if j == nil then
+          return cjson.decode(text) -- unterminated: cjson refuses it
+        end
+        local escaped = string.byte(text, j) == BACKSLASH
+        i = escaped and j + 1 or j
+      until not escaped
+    else
+      local j = string.find(text, '[^ \t\n\r]', i + 1)
+      if j ~= nil and string.byte(text, j) == CLOSE_BRACKET then
+        parts[#parts + 1] = string.sub(text, from, i - 1)
+        parts[#parts + 1] = EMPTY_ARRAY
+        from = j + 1
+        i = j
+      end
+    end
+    i = i + 1
+  end
+  parts[#parts + 1] = string.sub(text, from)
+  return cjson.decode(table.concat(parts))
+end
+
+-- Deep JSON equality as xjobs.event_match has it: numbers by value (1 is 1.0), a boolean never a
+-- number, key order moot, null (cjson.null) only null. A non-empty array's keys are numbers and
+-- an object's are strings, so the two never compare equal.
+local function json_equal(a, b)
+  if type(a) ~= type(b) then
+    return false
+  end
+  if type(a) ~= 'table' then
+    return a == b
+  end
+  local count = 0
+  for k, v in pairs(a) do
+    if b[k] == nil or not json_equal(v, b[k]) then
+      return false
+    end
+    count = count + 1
+  end
+  for _ in pairs(b) do
+    count = count - 1
+  end
+  return count == 0
+end
+
+-- The match rule: every top-level key of `match` is in `payload` with an equal JSON value.
+local function json_matches(payload, match)
+  for k, v in pairs(match) do
+    if payload[k] == nil or not json_equal(payload[k], v) then
+      return false
+    end
+  end
+  return true
+end
+
+local FIND_PAGE = 100
+
+-- The earliest event of one name (its `sent` ZSET: by sent_at_ms, then id) sent at or after
+-- since_ms whose payload matches the decoded `match`: {id, sent_at_ms, payload}, or nil.
+local function first_match(sent, payloads, match, since_ms)
+  local offset = 0
+  while true do
+    local page = redis.call('ZRANGEBYSCORE', sent, since_ms, '+inf', 'WITHSCORES', 'LIMIT',
+      offset, FIND_PAGE)
+    if #page == 0 then
+      return nil
+    end
+    for i = 1, #page, 2 do
+      local payload = redis.call('HGET', payloads, page[i])
+      if payload and json_matches(decode_json(payload), match) then
+        return {page[i], tonumber(page[i + 1]), payload}
+      end
+    end
+    offset = offset + FIND_PAGE
+  end
+end
+
+-- Drop a job's event wait (its entry, its event's index, its deadline) if it has one.
+local function drop_wait(waits, deadlines, job_id)
+  local raw = redis.call('HGET', waits, job_id)
+  if raw then
+    local index = cjson.decode(raw).index
+    redis.call('SREM', index, job_id)
+    redis.call('HDEL', waits, job_id)
+    redis.call('ZREM', deadlines, job_id)
+  end
+  return raw ~= false
 end

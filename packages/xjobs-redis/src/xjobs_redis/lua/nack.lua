@@ -25,21 +25,11 @@ local kind = ARGV[4]
 if not holds_claim(job, ARGV[2], ARGV[3]) then
   return 0
 end
-if ARGV[6] == '0' then
-  local attempt = tonumber(redis.call('HGET', job, 'attempt'))
-  redis.call('HSET', job, 'attempt', math.max(attempt - 1, 0))
-end
-redis.call('HDEL', job, 'lease_until_ms')
-redis.call('ZREM', KEYS[4], job)
+drop_lease(job, KEYS[4], ARGV[6] == '1')
 if kind == 'retry' or kind == 'shed' or kind == 'park' then
   local state = kind == 'park' and 'waiting' or 'ready'
   local run_at = ARGV[5] ~= '' and tonumber(ARGV[5]) or now
-  redis.call('HSET', job, 'state', state, 'run_at_ms', run_at)
-  if state == 'ready' and run_at <= now then
-    redis.call('ZADD', KEYS[2], ready_score(redis.call('HGET', job, 'priority'), run_at), job)
-  else
-    redis.call('ZADD', KEYS[3], run_at, job)
-  end
+  reschedule(job, KEYS[2], KEYS[3], state, run_at, now)
 else
   local state = kind == 'dead' and 'dead' or 'failed'
   redis.call('HSET', job, 'state', state, 'finished_at_ms', now)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from xjobs.app import App
 from xjobs.clock import ManualClock
 from xjobs.driver import ClaimedJob, ClaimOptions, ClaimResult, JobRecord, JobState, Nack, NewJob
-from xjobs.ids import new_id
+from xjobs.testing.rows import new_job
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -53,23 +53,7 @@ class ParityEnv:
 
     def new_job(self, **overrides: Any) -> NewJob:
         """A row to enqueue straight through the driver; every column may be overridden."""
-        values: dict[str, Any] = {
-            "id": new_id(),
-            "run_id": new_id(),
-            "name": "parity_job",
-            "queue": "parity",
-            "tenant_id": None,
-            "idempotency_key": new_id(),
-            "payload": '{"n": 1}',
-            "priority": 0,
-            "run_at_ms": None,
-            "max_attempts": 3,
-            "dead_letter": True,
-            "enqueued_by": None,
-            "traceparent": None,
-        }
-        values.update(overrides)
-        return NewJob(**values)
+        return new_job(**{"name": "parity_job", "queue": "parity", **overrides})
 
     async def enqueue(self, **overrides: Any) -> NewJob:
         """Enqueue one new row (failing the scenario if it was deduped) and answer it."""

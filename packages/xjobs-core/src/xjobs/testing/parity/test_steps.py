@@ -108,7 +108,8 @@ class TestStepRun:
         assert len(stored) == 1
         ((name, status, text),) = stored[0]
         assert (name, status) == ("pick", "done")
-        assert text is not None and json.loads(text) == {"sku": "A-1", "qty": 2}
+        assert text is not None
+        assert json.loads(text) == {"sku": "A-1", "qty": 2}
 
     async def test_a_pydantic_result_comes_back_as_its_model_on_replay(
         self, parity: ParityEnv
@@ -180,7 +181,8 @@ class TestStepRun:
             await app.run_worker(until_idle=True)
             record = await app.get_job(result.job_id)
         assert (record.state, record.attempt) == ("dead", 1)
-        assert record.last_error is not None and "XJOBS_STEP_DUPLICATE" in record.last_error
+        assert record.last_error is not None
+        assert "XJOBS_STEP_DUPLICATE" in record.last_error
 
     async def test_a_result_that_is_not_json_fails_for_good(self, parity: ParityEnv) -> None:
         """Rule: a step's result must be storable as JSON (`XJOBS_STEP_INVALID`, terminal)."""
@@ -195,7 +197,8 @@ class TestStepRun:
             record = await app.get_job(result.job_id)
             steps = await app.get_steps(result.job_id)
         assert (record.state, record.attempt) == ("dead", 1)
-        assert record.last_error is not None and "XJOBS_STEP_INVALID" in record.last_error
+        assert record.last_error is not None
+        assert "XJOBS_STEP_INVALID" in record.last_error
         assert steps == []
 
 
@@ -226,9 +229,11 @@ class TestStepErrors:
             record = await app.get_job(result.job_id)
             steps = await app.get_steps(result.job_id)
         assert (record.state, record.attempt, calls["flaky"]) == ("completed", 2, 2)
-        assert record.last_error is not None and "XJOBS_STEP_FAILED" in record.last_error
+        assert record.last_error is not None
+        assert "XJOBS_STEP_FAILED" in record.last_error
         ((recorded,),) = (errors,)
-        assert recorded.status == "error" and recorded.error is not None
+        assert recorded.status == "error"
+        assert recorded.error is not None
         assert json.loads(recorded.error) == {
             "type": "Boom",
             "message": "the gateway timed out",
@@ -298,7 +303,8 @@ class TestStepErrors:
             await app.run_worker(until_idle=True)
             done = await app.get_job(result.job_id)
         assert (failed.state, failed.attempt) == ("dead", 1)
-        assert failed.last_error is not None and "Terminal" in failed.last_error
+        assert failed.last_error is not None
+        assert "Terminal" in failed.last_error
         assert (done.state, done.run_id) == ("completed", failed.run_id)
         assert calls == {"reserve": 1, "bill": 2}
 
@@ -338,7 +344,8 @@ class TestStepErrors:
             steps = await app.get_steps(result.job_id)
         assert cancelled.is_set()
         assert record.state == "dead"
-        assert record.last_error is not None and "XJOBS_STEP_TIMEOUT" in record.last_error
+        assert record.last_error is not None
+        assert "XJOBS_STEP_TIMEOUT" in record.last_error
         assert "after" not in reached
         assert steps == []
 
@@ -410,14 +417,15 @@ class TestSleep:
 
         @job(tenant=org_of, idempotency_key=key_of, queue=QUEUE, retry=NOW_RETRY)
         async def flow(ctx: JobContext, input: Item) -> None:
-            await ctx.step.sleep_until("later", datetime(2030, 1, 1))  # noqa: DTZ001 - the point
+            await ctx.step.sleep_until("later", datetime(2030, 1, 1))
 
         async with parity.app(jobs=[flow]) as app:
             result = await flow.enqueue(Item())
             await app.run_worker(until_idle=True)
             record = await app.get_job(result.job_id)
         assert record.state == "dead"
-        assert record.last_error is not None and "XJOBS_STEP_INVALID" in record.last_error
+        assert record.last_error is not None
+        assert "XJOBS_STEP_INVALID" in record.last_error
 
     async def test_sleep_until_parks_until_the_instant(self, parity: ParityEnv) -> None:
         """Rule: sleep_until parks the job until the given instant."""

@@ -1,0 +1,99 @@
+"""The Postgres event bus: `<schema>.events` and `<schema>.event_waits`, a send and a park serialised per event name."""
+
+from __future__ import annotations
+
+from xjobs.driver import Claim
+from xjobs.ids import new_id
+from xjobs.stores import EventRecord, EventWait
+from xjobs_pg.driver import NEXT_STATE
+from xjobs_pg.errors import interpret_error
+from xjobs_pg.executor import Executor, rows_touched
+from xjobs_pg.wake_slots import WakeSlots
+
+
+class _Missed(Exception):
+    """The park's fence missed: raised inside its transaction so the wait it wrote is rolled back."""
+
+
+class PostgresEventBus:
+    """One clock: the injected one, or the server's `clock_timestamp()` when it is the system clock.
+
+    A send and a park of one event name take the same transaction advisory lock, so a park sees
+    every event sent before it and a send wakes every wait parked before it: no wake is lost.
+    """
+
+    def __init__(self, executor: Executor, wake: WakeSlots) -> None:
+        self._x = executor
+        self._wake = wake
+
+    async def now(self) -> int:
+        now = self._x.now()
+        if now is not None:
+            return now
+        row = await self._x.fetchrow("event_now")
+        assert row is not None
+        return int(row["now_ms"])
+
+    async def send(self, name: str, payload: str) -> EventRecord:
+        sql = self._x.sql
+        try:
+            async with self._x.pool.acquire() as conn, conn.transaction():
+                await conn.execute(sql["event_lock"], name)
+                row = await conn.fetchrow(sql["event_send"], self._x.now(), new_id(), name, payload)
+                assert row is not None
+                woken = self._wake.take(row["queues"])
+                if woken:
+                    await conn.execute(sql["event_wake"], self._wake.channel, woken)
+        except Exception as exc:
+            raise interpret_error(exc) from exc
+        return EventRecord(str(row["id"]), name, payload, row["sent_at_ms"])
+
+    async def find(self, name: str, match: str, since_ms: int) -> EventRecord | None:
+        row = await self._x.fetchrow("event_find", name, match, since_ms)
+        if row is None:
+            return None
+        return EventRecord(str(row["id"]), row["name"], row["payload"], row["sent_at_ms"])
+
+    async def park(self, claim: Claim, wait: EventWait, run_at_ms: int) -> bool:
+        sql = self._x.sql
+        register = (
+            wait.job_id,
+            wait.run_id,
+            wait.queue,
+            wait.step,
+            wait.event,
+            wait.match,
+            wait.since_ms,
+            wait.deadline_ms,
+        )
+        try:
+            async with self._x.pool.acquire() as conn, conn.transaction():
+                await conn.execute(sql["event_lock"], wait.event)
+                row = await conn.fetchrow(sql["event_register"], *register)
+                assert row is not None
+                # The driver's nack(park): waiting, the attempt handed back, no error written; a
+                # null run_at is the statement's now.
+                park = (
+                    self._x.now(),
+                    claim.job_id,
+                    claim.worker_id,
+                    claim.claims,
+                    NEXT_STATE["park"],
+                    None if row["sent"] else run_at_ms,
+                    1,
+                    False,
+                    None,
+                    False,
+                )
+                if rows_touched(await conn.execute(sql["nack"], *park)) != 1:
+                    raise _Missed
+        except _Missed:
+            return False
+        except Exception as exc:
+            raise interpret_error(exc) from exc
+        return True
+
+    async def purge_expired(self, older_than_ms: int) -> int:
+        row = await self._x.fetchrow("event_purge", older_than_ms)
+        assert row is not None
+        return int(row["purged"])

@@ -1,0 +1,47 @@
+"""The Postgres step store: `<schema>.steps`, one row per step of a run, writes fenced on the claim."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from xjobs.driver import Claim
+from xjobs.stores import StepRecord, StepStatus
+from xjobs_pg.executor import Executor
+
+
+class PostgresStepStore:
+    """Step records keyed by (run id, name); `done` is never overwritten."""
+
+    def __init__(self, executor: Executor) -> None:
+        self._x = executor
+
+    async def list(self, run_id: str, queue: str) -> list[StepRecord]:
+        rows = await self._x.fetch("step_list", run_id)
+        return [
+            StepRecord(
+                run_id=str(row["run_id"]),
+                name=row["name"],
+                status=cast(StepStatus, row["status"]),
+                result=row["result"],
+                error=row["error"],
+                position=row["position"],
+                created_at_ms=row["created_at_ms"],
+            )
+            for row in rows
+        ]
+
+    async def put(self, claim: Claim, record: StepRecord) -> bool:
+        landed = await self._x.fetchrow(
+            "step_put",
+            claim.job_id,
+            claim.worker_id,
+            claim.claims,
+            record.run_id,
+            record.name,
+            record.status,
+            record.result,
+            record.error,
+            record.position,
+            record.created_at_ms,
+        )
+        return landed is not None
