@@ -40,3 +40,19 @@ def test_the_workflow_example_runs_each_step_once_and_completes(tmp_path: Path) 
         "ch_A-7: shipped by DHL",
         "completed",
     ]
+
+
+def test_the_nightly_task_example_fires_the_latest_missed_night_once(tmp_path: Path) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    nightly = [block for block in blocks if "task(" in block]
+    assert len(nightly) == 1, "the README has one cron task example"
+    script = tmp_path / "nightly.py"
+    script.write_text(nightly[0])
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "building the report of 2026-01-01",
+        "fired for 2026-01-02 02:30:00+01:00",
+    ]

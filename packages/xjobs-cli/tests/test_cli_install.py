@@ -18,7 +18,19 @@ import pytest
 from xjobs_cli.install_cli import redacted
 from xjobs_cli.main import main
 
-TABLES = ["event_waits", "events", "jobs", "leases", "schema_version", "steps", "workers"]
+TABLES = [
+    "event_waits",
+    "events",
+    "jobs",
+    "leaders",
+    "leases",
+    "schema_version",
+    "steps",
+    "task_fires",
+    "task_pauses",
+    "task_watermarks",
+    "workers",
+]
 
 
 @dataclass

@@ -18,6 +18,7 @@ STABLE_CODES = {
     "IdempotencyKeyRequiredError": "XJOBS_IDEMPOTENCY_KEY_REQUIRED",
     "JobDuplicateError": "XJOBS_JOB_DUPLICATE",
     "JobNotRegisteredError": "XJOBS_JOB_NOT_REGISTERED",
+    "TaskNotRegisteredError": "XJOBS_TASK_NOT_REGISTERED",
     "CronInvalidError": "XJOBS_CRON_INVALID",
     "TimeZoneInvalidError": "XJOBS_TZ_INVALID",
     "InputInvalidError": "XJOBS_INPUT_INVALID",

@@ -10,7 +10,14 @@ import pytest
 import xjobs.testing.parity as parity_package
 from xjobs import hookspecs
 from xjobs.driver import JobDriver
-from xjobs.stores import LeaseStore, WorkerRegistry
+from xjobs.stores import (
+    EventBus,
+    LeaderElection,
+    LeaseStore,
+    SchedulerState,
+    StepStore,
+    WorkerRegistry,
+)
 
 PARITY_SOURCE = "\n".join(
     path.read_text() for path in Path(parity_package.__file__).parent.glob("test_*.py")
@@ -29,7 +36,11 @@ def _operations(protocol: type) -> list[str]:
     "operation",
     [f"JobDriver.{op}" for op in _operations(JobDriver)]
     + [f"WorkerRegistry.{op}" for op in _operations(WorkerRegistry)]
-    + [f"LeaseStore.{op}" for op in _operations(LeaseStore)],
+    + [f"LeaseStore.{op}" for op in _operations(LeaseStore)]
+    + [f"StepStore.{op}" for op in _operations(StepStore)]
+    + [f"EventBus.{op}" for op in _operations(EventBus)]
+    + [f"SchedulerState.{op}" for op in _operations(SchedulerState)]
+    + [f"LeaderElection.{op}" for op in _operations(LeaderElection)],
 )
 def test_every_implemented_store_operation_has_a_parity_scenario(operation: str) -> None:
     method = operation.split(".")[1]

@@ -1,4 +1,5 @@
-"""The idle cost budget (semantics.md, "The wake (Postgres)"): statements an idle worker issues.
+"""The idle cost budget (semantics.md, "The wake (Postgres)"): statements an idle worker and an
+idle scheduler leader issue.
 
 Worker: 30 statements per idle minute without the wake, 12 with it. Rather than sleeping a
 minute, each test lets the idle backoff climb to its ceiling (2 s, or 5 s while the wake is
@@ -17,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -27,6 +29,7 @@ from pydantic import BaseModel
 import xjobs
 from xjobs.backend import Backend
 from xjobs.idle_backoff import CEILING_MS, CEILING_WITH_WAKE_MS
+from xjobs.scheduler_options import resolve_scheduler_options
 from xjobs.worker_options import DEFAULT_POLL_FLOOR
 from xjobs_pg.backend import asyncpg_dsn, open_backend
 from xjobs_pg.schema import quote_schema
@@ -40,6 +43,9 @@ WINDOW_WITH_WAKE_S = 15.0  # three ceilings of 5 s
 WARM_UP_MARGIN_S = 1.0
 LIVE_WITHIN_S = 10.0
 QUEUE = "idle-budget"
+SCHEDULER_BUDGET = 6  # statements per idle minute, at the default renew_every (10 s)
+SCHEDULER_RENEW_S = 0.5
+SCHEDULER_WINDOW_S = 6.0
 
 
 class Nothing(BaseModel):
@@ -49,6 +55,15 @@ class Nothing(BaseModel):
 @xjobs.job(tenant="none", idempotency_key=lambda i: i.key, queue=QUEUE)
 async def never_enqueued(ctx: xjobs.JobContext, input: Nothing) -> None:
     """Registered so the worker serves its queue; no test enqueues it."""
+
+
+yearly = xjobs.task(
+    job=never_enqueued,
+    cron="0 0 1 1 *",
+    tz="UTC",
+    input=lambda occurrence: Nothing(key=occurrence.isoformat()),
+    name="idle.yearly",
+)
 
 
 @dataclass(eq=False)  # asyncpg keeps its loggers in a set: hashed by identity
@@ -196,3 +211,37 @@ def test_the_warm_up_covers_the_doubling_from_the_default_floor_to_each_ceiling(
     # 50+100+…+1600 ms below 2 s; 50+…+3200 ms below 5 s; each plus the margin
     assert warm_up_s(floor_ms, CEILING_MS) == pytest.approx(3.15 + WARM_UP_MARGIN_S)
     assert warm_up_s(floor_ms, CEILING_WITH_WAKE_MS) == pytest.approx(6.35 + WARM_UP_MARGIN_S)
+
+
+@pytest.mark.asyncio
+async def test_an_idle_scheduler_leader_only_renews_its_lease(idle: Idle) -> None:
+    """Between occurrences the leader issues one lease renewal per `renew_every` and nothing else:
+    6 statements a minute at the default 10 s. The test renews every 0.5 s to count many."""
+    app = xjobs.App(
+        backend=idle.url,
+        tasks=[yearly],
+        backend_options={"schema": idle.schema, "on_query": idle.log},
+    )
+    async with app:
+        scheduler = app.scheduler(
+            renew_every=timedelta(seconds=SCHEDULER_RENEW_S),
+            leader_ttl=timedelta(seconds=SCHEDULER_RENEW_S * 4),
+        )
+        assert 60_000 // resolve_scheduler_options().renew_every_ms == SCHEDULER_BUDGET
+        await scheduler.start()
+        try:
+            await asyncio.sleep(SCHEDULER_RENEW_S * 2)  # it leads and has read the watermarks
+            assert scheduler.leading
+            start = time.monotonic()
+            await asyncio.sleep(SCHEDULER_WINDOW_S)
+            counted = idle.log.since(start)
+        finally:
+            await scheduler.stop()
+    per_minute_default = sum(counted.values()) * SCHEDULER_RENEW_S / SCHEDULER_WINDOW_S * 6
+    print(
+        f"\nidle scheduler leader: {dict(counted)} in {SCHEDULER_WINDOW_S:.0f} s "
+        f"= {per_minute_default:.1f}/min at renew_every=10 s (budget {SCHEDULER_BUDGET}/min)"
+    )
+    assert set(counted) == {"leader_acquire"}, f"an idle round touched a store: {dict(counted)}"
+    assert counted["leader_acquire"] <= SCHEDULER_WINDOW_S / SCHEDULER_RENEW_S + 1
+    assert counted["leader_acquire"] >= SCHEDULER_WINDOW_S / SCHEDULER_RENEW_S - 1

@@ -29,7 +29,19 @@ from xjobs_pg.sql import SQL_FILES, Statements, read_sql, split_statements, stri
 SRC = Path(__file__).resolve().parents[1] / "src"
 SQL_DIR = SRC / "xjobs_pg" / "sql"
 SQL_PATHS = sorted(SQL_DIR.glob("*.sql"))
-TABLES = ("event_waits", "events", "jobs", "leases", "schema_version", "steps", "workers")
+TABLES = (
+    "event_waits",
+    "events",
+    "jobs",
+    "leaders",
+    "leases",
+    "schema_version",
+    "steps",
+    "task_fires",
+    "task_pauses",
+    "task_watermarks",
+    "workers",
+)
 
 # `select *`, `select distinct *`, `select t.*`, `returning *`, `returning t.*`, and a qualified
 # star later in a select list (`select a, t.*`): each reads or returns a whole row.

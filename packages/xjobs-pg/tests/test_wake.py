@@ -21,11 +21,11 @@ import pytest_asyncio
 from xjobs.backend import Backend, WakeSource
 from xjobs.driver import NewJob
 from xjobs_pg import wake_slots
-from xjobs_pg.backend import asyncpg_dsn, open_backend
+from xjobs_pg.backend import open_backend
 from xjobs_pg.driver import PostgresJobDriver
 from xjobs_pg.schema import quote_schema, wake_channel
-from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable
 from xjobs_pg.sql import Statements
+from xjobs_pg.testing import scratch_schema, server_dsn, server_url
 from xjobs_pg.wake_slots import WAKE_SLOT_MS, WakeSlots
 
 WAIT_S = 10.0
@@ -36,28 +36,14 @@ where query ilike 'listen%' and position($1 in query) > 0 and pid <> pg_backend_
 """
 
 
-def server_url() -> str:
-    try:
-        return postgres_url()
-    except ServerUnavailable as exc:
-        unavailable(str(exc))
-
-
-def dsn() -> str:
-    return asyncpg_dsn(server_url())[0]
+dsn = server_dsn
 
 
 @pytest_asyncio.fixture
 async def schema() -> AsyncIterator[str]:
     """A schema of this test's own (its wake channel too), dropped afterwards."""
-    url = server_url()
-    name = f"xjobs_t_{secrets.token_hex(6)}"
-    yield name
-    conn = await asyncpg.connect(asyncpg_dsn(url)[0])
-    try:
-        await conn.execute(f"drop schema if exists {quote_schema(name)} cascade")
-    finally:
-        await conn.close()
+    async with scratch_schema() as name:
+        yield name
 
 
 @asynccontextmanager

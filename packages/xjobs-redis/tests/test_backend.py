@@ -85,7 +85,15 @@ class TestOpen:
         names = [key async for key in client.scan_iter(match=f"{prefix}:*")]
         assert names, "the enqueue wrote nothing under the URL's prefix"
         assert (backend.name, backend.wake) == ("redis", None)
-        assert backend.capabilities == {"jobs", "workers", "leases", "steps", "events"}
+        assert backend.capabilities == {
+            "jobs",
+            "workers",
+            "leases",
+            "steps",
+            "events",
+            "scheduler",
+            "leader",
+        }
 
 
 class TestServerClock:

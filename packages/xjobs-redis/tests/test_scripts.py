@@ -218,6 +218,7 @@ async def test_every_script_loads_and_runs_against_the_server(
     assert await run("lease_release", [lease], [now, f"{job_id}:1"]) == 1
 
     await _run_the_step_and_event_scripts(run, k, now)
+    await _run_the_scheduler_scripts(run, k, now)
 
     assert run.ran == set(lua_names())
 
@@ -284,3 +285,23 @@ async def _run_the_step_and_event_scripts(run: Recorder, k: Keys, now: Arg) -> N
         )
         == 1
     )
+
+
+async def _run_the_scheduler_scripts(run: Recorder, k: Keys, now: Arg) -> None:
+    """A task armed, then fired once (its job enqueued), a stale fire refused; the leader taken back."""
+    q, job_id, run_id = "cron", new_id(), new_id()
+    marks, fires = k.scheduler_watermarks(), k.scheduler_fires()
+    assert await run("scheduler_arm", [marks], ["nightly", "", 1_000]) == 1
+    assert await run("scheduler_arm", [marks], ["nightly", "", 2_000]) == 0
+    fire_keys = [marks, fires, k.ready(q), k.delayed(q), k.live(q), k.job(q, job_id)]
+    row = _row(job_id, run_id, q)
+    assert await run("scheduler_fire", fire_keys, [now, "nightly", "1000", 2_000, row]) == 1
+    assert await run("scheduler_fire", fire_keys, [now, "nightly", "1000", 3_000, row]) == 0
+    assert await run.x.client.hget(k.job(q, job_id), "state") == "ready"
+    assert json.loads(str(await run.x.client.hget(fires, "nightly")))["job_id"] == job_id
+
+    leader = k.scheduler_leader()
+    assert await run("leader_acquire", [leader], [now, "s-1", 60_000]) == 1
+    assert await run("leader_acquire", [leader], [now, "s-2", 60_000]) == 0
+    assert await run("leader_release", [leader], ["s-2"]) == 0
+    assert await run("leader_release", [leader], ["s-1"]) == 1

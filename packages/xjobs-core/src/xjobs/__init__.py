@@ -22,9 +22,10 @@ from xjobs.job import JobHandle, job
 from xjobs.job_context import JobContext
 from xjobs.plugins import BackendFactory, connect, installed_backends
 from xjobs.retry import Retry
+from xjobs.scheduler import Scheduler, SchedulerStats
 from xjobs.settled import Settled
 from xjobs.steps import StepApi, StepSuspension
-from xjobs.stores import EventRecord, StepRecord
+from xjobs.stores import EventRecord, StepRecord, TaskFire
 from xjobs.task import TaskHandle, task
 from xjobs.worker import Worker
 from xjobs.worker_stats import WorkerStats
@@ -50,12 +51,15 @@ __all__ = [
     "ManualClock",
     "RequeueFilter",
     "Retry",
+    "Scheduler",
+    "SchedulerStats",
     "Settled",
     "StepApi",
     "StepFailedError",
     "StepRecord",
     "StepSuspension",
     "SystemClock",
+    "TaskFire",
     "TaskHandle",
     "Terminal",
     "Worker",

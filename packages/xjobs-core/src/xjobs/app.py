@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import signal
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -16,15 +14,24 @@ from xjobs.backend import Backend
 from xjobs.clock import Clock, SystemClock
 from xjobs.describe import describe
 from xjobs.driver import BulkResult, EnqueueResult, JobRecord, RequeueFilter
-from xjobs.errors import AppStateError, BackendClosedError, JobNotFoundError, JobNotRegisteredError
+from xjobs.errors import (
+    AppStateError,
+    BackendClosedError,
+    JobNotFoundError,
+    JobNotRegisteredError,
+    TaskNotRegisteredError,
+)
 from xjobs.event_match import encode_object, validate_event_name
 from xjobs.facade import JobsFacade
 from xjobs.job import EnqueueOptions, JobHandle
 from xjobs.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from xjobs.plugins import connect
 from xjobs.registry import Registry
+from xjobs.scheduler import Scheduler, SchedulerStats
+from xjobs.scheduler_options import SchedulerKwargs, resolve_scheduler_options
 from xjobs.settled import SettledHook
-from xjobs.stores import EventRecord, StepRecord
+from xjobs.shutdown_signals import on_shutdown_signals
+from xjobs.stores import EventRecord, LeaderElection, SchedulerState, StepRecord, TaskFire
 from xjobs.worker import Worker
 from xjobs.worker_options import WorkerKwargs, resolve_worker_options
 from xjobs.worker_stats import WorkerStats
@@ -234,7 +241,15 @@ class App:
         if self._on_worker_start is not None:
             await self._on_worker_start(self)
         try:
-            with _drain_on_signals(worker) if handle_signals else contextlib.nullcontext():
+            drain = on_shutdown_signals(
+                first=lambda: worker.stop_accepting(
+                    drain_timeout_ms=worker.options.drain_timeout_ms
+                ),
+                again=worker.interrupt,
+                log_event="jobs.worker.draining",
+                role_id=worker.id,
+            )
+            with drain if handle_signals else contextlib.nullcontext():
                 await worker.start(until_idle=until_idle)
                 try:
                     await worker.wait()
@@ -245,24 +260,74 @@ class App:
                 await self._on_worker_stop(self)
         return worker.stats
 
+    # -- the scheduler role ------------------------------------------------------------------
 
-@contextlib.contextmanager
-def _drain_on_signals(worker: Worker) -> Any:
-    """SIGTERM/SIGINT stop claiming and arm the drain cut-off; a second one interrupts at once."""
-    loop = asyncio.get_running_loop()
-    signals = (signal.SIGTERM, signal.SIGINT)
+    def _task(self, name: str) -> str:
+        if name not in self.registry.tasks:
+            raise TaskNotRegisteredError(
+                f"no task named {name!r} is registered; known: {', '.join(self.registry.tasks) or 'none'}"
+            )
+        return name
 
-    def on_signal(signum: int) -> None:
-        if worker.state == "running":
-            log.info("jobs.worker.draining", extra={"worker_id": worker.id, "signal": signum})
-            worker.stop_accepting(drain_timeout_ms=worker.options.drain_timeout_ms)
-        else:
-            worker.interrupt()
+    def _scheduler_state(self) -> SchedulerState:
+        self.backend.require("scheduler")
+        assert self.backend.scheduler is not None
+        return self.backend.scheduler
 
-    for signum in signals:
-        loop.add_signal_handler(signum, on_signal, signum)
-    try:
-        yield
-    finally:
-        for signum in signals:
-            loop.remove_signal_handler(signum)
+    def scheduler(
+        self, *, leader: LeaderElection | None = None, **options: Unpack[SchedulerKwargs]
+    ) -> Scheduler:
+        """A scheduler over every registered task, not yet started (`leader` defaults to the backend's)."""
+        if not self.registry.tasks:
+            raise AppStateError("no task to schedule: register one with App(tasks=[...])")
+        self.backend  # noqa: B018 - refuses a closed app
+        assert self._facade is not None
+        return Scheduler(
+            backend=self.backend,
+            tasks=self.registry.tasks,
+            facade=self._facade,
+            options=resolve_scheduler_options(**options),
+            clock=self.clock,
+            leader=leader,
+        )
+
+    async def run_scheduler(
+        self,
+        *,
+        leader: LeaderElection | None = None,
+        handle_signals: bool | None = None,
+        **options: Unpack[SchedulerKwargs],
+    ) -> SchedulerStats:
+        """Run a scheduler in this process until SIGTERM/SIGINT (or `stop()` from another task).
+
+        SIGTERM lets the round in flight finish (up to `drain_timeout`), then releases
+        leadership; a second signal abandons the round, and the lease lapses instead.
+        """
+        scheduler = self.scheduler(leader=leader, **options)
+        if handle_signals is None:
+            handle_signals = threading.current_thread() is threading.main_thread()
+        drain = on_shutdown_signals(
+            first=scheduler.stop_accepting,
+            again=scheduler.abandon,
+            log_event="jobs.scheduler.draining",
+            role_id=scheduler.id,
+        )
+        with drain if handle_signals else contextlib.nullcontext():
+            await scheduler.start()
+            try:
+                await scheduler.wait()
+            finally:
+                await scheduler.close()
+        return scheduler.stats
+
+    async def pause_task(self, name: str) -> bool:
+        """Pause a task: it fires nothing and keeps its watermark; answers whether it was running."""
+        return await self._scheduler_state().pause(self._task(name))
+
+    async def resume_task(self, name: str) -> bool:
+        """Resume a paused task: its catch-up policy decides what the paused time fires."""
+        return await self._scheduler_state().resume(self._task(name))
+
+    async def task_fires(self) -> dict[str, TaskFire]:
+        """The last occurrence of each registered task that dispatched a job."""
+        return await self._scheduler_state().task_fires(list(self.registry.tasks))

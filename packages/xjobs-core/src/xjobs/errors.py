@@ -54,6 +54,12 @@ class JobNotRegisteredError(XJobsError):
     code = "XJOBS_JOB_NOT_REGISTERED"
 
 
+class TaskNotRegisteredError(XJobsError):
+    """A task name (to pause, resume, or read the fires of) is not registered with this App."""
+
+    code = "XJOBS_TASK_NOT_REGISTERED"
+
+
 class CronInvalidError(XJobsError):
     """A task's cron expression does not parse or never matches."""
 

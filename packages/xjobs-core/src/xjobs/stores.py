@@ -183,31 +183,75 @@ class OutboxStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class TaskFire:
+    """The last occurrence of a task that DISPATCHED a job (arming and skipping never write one)."""
+
+    task: str
+    occurrence_ms: int
+    job_id: str
+    fired_at_ms: int
+
+
 @runtime_checkable
 class SchedulerState(Protocol):
-    """Each task's watermark and the atomic fire that moves it."""
+    """Each task's watermark (the fence every fire moves), its last fire, and its pause row.
 
-    async def watermark(self, task: str) -> int | None:
-        """The last occurrence the task's watermark passed, or `None` before its first."""
+    A watermark is an epoch-ms instant: every occurrence at or before it is done with (fired,
+    skipped, or before the task was first seen). It only moves through `arm` and `fire`, each a
+    compare-and-set from the value the scheduler read, so two schedulers racing one occurrence
+    move it once.
+    """
+
+    async def watermarks(self, tasks: Sequence[str]) -> dict[str, int]:
+        """The watermark of each named task that has one (a task never armed is absent)."""
+        ...
+
+    async def arm(self, task: str, previous_ms: int | None, watermark_ms: int) -> bool:
+        """Move the watermark from `previous_ms` (`None`: no row yet) to `watermark_ms` without a job.
+
+        Answers whether it moved; a watermark that is not `previous_ms` any more is left alone.
+        """
         ...
 
     async def fire(
         self, task: str, previous_ms: int | None, occurrence_ms: int, job: NewJob
     ) -> bool:
-        """Move the watermark from `previous_ms` to `occurrence_ms` and insert `job` only if it moved."""
+        """In one atomic statement: move the watermark from `previous_ms` to `occurrence_ms`, and
+        only if it moved, enqueue `job` (deduped on its idempotency key like any enqueue) and
+        record the task's fire. Answers whether the watermark moved."""
+        ...
+
+    async def task_fires(self, tasks: Sequence[str] | None = None) -> dict[str, TaskFire]:
+        """The last fire of each named task (`None`: every task) that ever dispatched."""
+        ...
+
+    async def paused(self, tasks: Sequence[str]) -> set[str]:
+        """Which of the named tasks are paused."""
+        ...
+
+    async def pause(self, task: str) -> bool:
+        """Pause a task (its watermark is kept); answers whether it was running before."""
+        ...
+
+    async def resume(self, task: str) -> bool:
+        """Resume a task; answers whether it was paused. Its catch-up policy applies next round."""
         ...
 
 
 @runtime_checkable
 class LeaderElection(Protocol):
-    """Which scheduler process leads."""
+    """Which scheduler process leads: at most one candidate holds leadership at any instant."""
 
     async def acquire(self, candidate: str, ttl_ms: int) -> bool:
-        """Take or renew leadership for `candidate`; answers whether it leads."""
+        """Take or renew leadership for `candidate` for `ttl_ms`; answers whether it leads.
+
+        One round trip. A lapsed holder is replaced; a live other holder is not.
+        """
         ...
 
     async def release(self, candidate: str) -> None:
-        """Give leadership up if `candidate` holds it."""
+        """Give leadership up if `candidate` holds it (a no-op otherwise)."""
         ...
 
 

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterBadDateError, croniter
 from pydantic import BaseModel
 
+from xjobs.driver import EnqueueResult
 from xjobs.errors import (
     CronInvalidError,
     DeclarationInvalidError,
@@ -18,6 +19,7 @@ from xjobs.errors import (
 )
 from xjobs.job import JobHandle
 from xjobs.names import validate_job_name
+from xjobs.occurrences import next_after, to_datetime, to_ms
 from xjobs.options import finite_count
 
 CatchUp = Literal["latest", "skip", "all"]
@@ -116,14 +118,24 @@ class TaskHandle:
             )
 
     def next_occurrence(self, after: datetime) -> datetime:
-        """The first occurrence strictly after `after`, in the task's zone."""
-        start = after.astimezone(self.zone)
-        nxt: datetime = croniter(self.cron, start).get_next(datetime)
-        return nxt
+        """The first occurrence strictly after `after`, in the task's zone (DST rules in `occurrences`)."""
+        return to_datetime(next_after(self.cron, self.zone, to_ms(after)), self.zone)
+
+    def local_time(self, epoch_ms: int) -> datetime:
+        """An instant (an occurrence, a watermark) as an aware datetime in the task's zone."""
+        return to_datetime(epoch_ms, self.zone)
 
     def input_for(self, occurrence: datetime) -> BaseModel | dict[str, Any]:
         """The job input this occurrence builds."""
         return self.input(occurrence.astimezone(self.zone))
+
+    async def enqueue(self, occurrence: datetime | None = None) -> EnqueueResult:
+        """A manual run now: the input built for `occurrence` (default: now), with the job's plain key.
+
+        It goes through the job's `enqueue`, so a live job with the same key dedupes it; the
+        task's watermark and `task_fires()` are untouched.
+        """
+        return await self.job.enqueue(self.input_for(occurrence or datetime.now(UTC)))
 
     def __repr__(self) -> str:
         return f"<TaskHandle {self.name} cron={self.cron!r} tz={self.tz}>"

@@ -18,6 +18,7 @@ from xjobs_pg.events import PostgresEventBus
 from xjobs_pg.executor import Executor
 from xjobs_pg.install import SCHEMA_VERSION, install
 from xjobs_pg.leases import PostgresLeaseStore
+from xjobs_pg.scheduler import PostgresAdvisoryLeader, PostgresLeaseLeader, PostgresSchedulerState
 from xjobs_pg.schema import DEFAULT_SCHEMA, quote_schema, wake_channel
 from xjobs_pg.sql import Statements
 from xjobs_pg.steps import PostgresStepStore
@@ -98,10 +99,26 @@ async def open_backend(
         leases=PostgresLeaseStore(executor),
         steps=PostgresStepStore(executor),
         events=PostgresEventBus(executor, slots),
+        scheduler=PostgresSchedulerState(executor, slots),
+        leader=PostgresLeaseLeader(executor),
         wake=source,
         on_close=close,
         on_install=do_install,
     )
+
+
+def postgres_advisory_leader(
+    url: str, *, key: str | None = None, **connect: Any
+) -> PostgresAdvisoryLeader:
+    """A leader holding a session advisory lock on one dedicated connection to `url` (not a pool).
+
+    `key` names the lock (hashed by the server); the default is `<schema>.scheduler` for the URL's
+    schema. Unsafe behind a transaction-pooling proxy such as pgbouncer in transaction mode.
+    """
+    dsn, options = asyncpg_dsn(url)
+    name = options.get("schema", DEFAULT_SCHEMA)
+    statements = Statements(quote_schema(name))
+    return PostgresAdvisoryLeader(dsn, key or f"{name}.scheduler", statements, **connect)
 
 
 async def _ensure_installed(executor: Executor, do_install: Callable[[], Any]) -> None:

@@ -8,7 +8,15 @@ from importlib import resources
 
 _NAME = re.compile(r"^-- name: ([a-z_]+)\s*$", re.M)
 _COMMENT = re.compile(r"--[^\n]*")
-SQL_FILES = ("jobs.sql", "settle.sql", "operator.sql", "stores.sql", "steps.sql", "events.sql")
+SQL_FILES = (
+    "jobs.sql",
+    "settle.sql",
+    "operator.sql",
+    "stores.sql",
+    "steps.sql",
+    "events.sql",
+    "scheduler.sql",
+)
 
 
 def read_sql(filename: str) -> str:

@@ -23,6 +23,25 @@ def server_url() -> str:
         unavailable(f"no Postgres server for the parity suite: {exc}")
 
 
+def server_dsn() -> str:
+    """The test server as asyncpg takes it."""
+    return asyncpg_dsn(server_url())[0]
+
+
+@asynccontextmanager
+async def scratch_schema() -> AsyncIterator[str]:
+    """A fresh `xjobs_t_*` schema name for one test, dropped (with all it holds) afterwards."""
+    name = f"xjobs_t_{secrets.token_hex(6)}"
+    try:
+        yield name
+    finally:
+        conn = await asyncpg.connect(server_dsn())
+        try:
+            await conn.execute(DROP_SCHEMA.format(schema=quote_schema(name)))
+        finally:
+            await conn.close()
+
+
 LEAKED_TABLES = """
 select schemaname || '.' || tablename as name
 from pg_tables

@@ -18,6 +18,7 @@ from xjobs_redis.events import RedisEventBus
 from xjobs_redis.executor import Executor
 from xjobs_redis.keys import DEFAULT_PREFIX, Keys, validate_prefix
 from xjobs_redis.leases import RedisLeaseStore
+from xjobs_redis.scheduler import RedisLeader, RedisSchedulerState
 from xjobs_redis.steps import RedisStepStore
 from xjobs_redis.workers import RedisWorkerRegistry
 
@@ -92,6 +93,8 @@ async def open_backend(
         leases=RedisLeaseStore(executor, keys),
         steps=RedisStepStore(executor, keys),
         events=RedisEventBus(executor, keys),
+        scheduler=RedisSchedulerState(executor, keys),
+        leader=RedisLeader(executor, keys),
         wake=None,  # no proven cross-process wake on Redis yet: the worker's poll is the guarantee
         on_close=close,
     )

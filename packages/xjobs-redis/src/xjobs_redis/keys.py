@@ -1,10 +1,10 @@
 """Every Redis key name xjobs uses, built here and nowhere else (scripts receive them in KEYS).
 
 Per queue `q`, every key carries the hash tag `{<prefix>:<q>}`, so one queue's scripts touch one
-slot and run on Redis Cluster. The global keys (the queue set, the worker registry) share the
-tag `{<prefix>}`; each fleet lease key is a slot of its own; the event bus's keys share the tag
-`{<prefix>:events}` (a queue named `events` shares that slot, never a key name). The layout is
-in the README.
+slot and run on Redis Cluster. The global keys (the queue set, the worker registry, the
+scheduler's state and leader) share the tag `{<prefix>}`; each fleet lease key is a slot of its
+own; the event bus's keys share the tag `{<prefix>:events}` (a queue named `events` shares that
+slot, never a key name). The layout is in the README.
 """
 
 from __future__ import annotations
@@ -97,6 +97,24 @@ class Keys:
     def worker_seen(self) -> str:
         """HASH worker id -> last_seen_ms."""
         return f"{self._global}:worker_seen"
+
+    # -- the scheduler (global: a fire also writes its job's queue slot) ----------------------
+
+    def scheduler_watermarks(self) -> str:
+        """HASH task name -> watermark_ms (a task never armed has no field)."""
+        return f"{self._global}:scheduler_watermarks"
+
+    def scheduler_fires(self) -> str:
+        """HASH task name -> JSON of its last fire: occurrence_ms, job_id, fired_at_ms."""
+        return f"{self._global}:scheduler_fires"
+
+    def scheduler_paused(self) -> str:
+        """SET of the paused task names."""
+        return f"{self._global}:scheduler_paused"
+
+    def scheduler_leader(self) -> str:
+        """HASH of the scheduler's leadership: holder, expires_ms."""
+        return f"{self._global}:scheduler_leader"
 
     # -- the event bus ------------------------------------------------------------------------
 

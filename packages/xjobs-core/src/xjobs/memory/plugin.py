@@ -13,6 +13,7 @@ from xjobs.hookspecs import hookimpl
 from xjobs.memory.driver import MemoryJobDriver
 from xjobs.memory.events import MemoryEventBus
 from xjobs.memory.leases import MemoryLeaseStore
+from xjobs.memory.scheduler import MemoryLeader, MemorySchedulerState
 from xjobs.memory.steps import MemoryStepStore
 from xjobs.memory.workers import MemoryWorkerRegistry
 from xjobs.plugins import BackendFactory
@@ -34,6 +35,8 @@ def _fresh(url: str, clock: Clock) -> Backend:
         leases=MemoryLeaseStore(clock),
         steps=MemoryStepStore(jobs),
         events=MemoryEventBus(clock, jobs),
+        scheduler=MemorySchedulerState(clock, jobs),
+        leader=MemoryLeader(clock),
         wake=wake,
     )
 

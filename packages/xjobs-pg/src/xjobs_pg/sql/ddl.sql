@@ -122,5 +122,34 @@ create table if not exists {schema}.event_waits (
 create index if not exists event_waits_by_event
     on {schema}.event_waits (event);
 
-insert into {schema}.schema_version (singleton, version) values (true, 2)
+-- The scheduler. A task watermark is the fence every fire moves, by compare-and-set from the
+-- value the scheduler read: every occurrence at or before it is done with.
+create table if not exists {schema}.task_watermarks (
+    task text primary key,
+    watermark_ms bigint not null
+);
+
+-- The last occurrence of each task that dispatched a job, and the job it landed on. The not null
+-- of job_id is a fence of task_fire: a fire that cannot name its job rolls back whole.
+create table if not exists {schema}.task_fires (
+    task text primary key,
+    occurrence_ms bigint not null,
+    job_id uuid not null,
+    fired_at_ms bigint not null
+);
+
+-- A paused task has a row here (its watermark is kept).
+create table if not exists {schema}.task_pauses (
+    task text primary key,
+    paused_at_ms bigint not null
+);
+
+-- Leader election by lease: one row per election, held by one candidate until it expires.
+create table if not exists {schema}.leaders (
+    name text primary key,
+    holder text not null,
+    expires_at_ms bigint not null
+);
+
+insert into {schema}.schema_version (singleton, version) values (true, 3)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);

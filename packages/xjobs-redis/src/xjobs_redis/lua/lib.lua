@@ -54,6 +54,65 @@ local function pair_before(a, b)
   return bytes_before(a[2], b[2])
 end
 
+-- Whether a decoded JSON field holds a value (absent and null do not).
+local function given(value)
+  return value ~= nil and value ~= cjson.null
+end
+
+-- Enqueue one decoded row (enqueue.lua's row JSON) as the job HASH `job` of its queue's ready,
+-- delayed and live keys. A row whose id already names a job answers that job (a repeated
+-- publish, live or finished); a row whose namespace a live job holds answers the live job;
+-- otherwise the job is created, indexed in ready (due now) or delayed, and its namespace taken.
+-- Answers {id, run_id, inserted (1 or 0)}.
+local function enqueue_row(job, ready, delayed, live, row, now)
+  if redis.call('EXISTS', job) == 1 then
+    local f = redis.call('HMGET', job, 'id', 'run_id')
+    return {f[1], f[2], 0}
+  end
+  local tenant = given(row.tenant_id) and row.tenant_id or ''
+  local namespace = row.name .. '\0' .. tenant .. '\0' .. row.idempotency_key
+  local holder = redis.call('HGET', live, namespace)
+  if holder then
+    local f = redis.call('HMGET', holder, 'id', 'run_id')
+    if f[1] then
+      return {f[1], f[2], 0}
+    end
+  end
+  local run_at = given(row.run_at_ms) and row.run_at_ms or now
+  redis.call('HSET', job,
+    'id', row.id, 'run_id', row.run_id, 'name', row.name, 'queue', row.queue,
+    'idempotency_key', row.idempotency_key, 'payload', row.payload,
+    'priority', row.priority, 'run_at_ms', run_at, 'max_attempts', row.max_attempts,
+    'dead_letter', row.dead_letter and '1' or '0', 'created_at_ms', now, 'updated_at_ms', now,
+    'state', 'ready', 'attempt', 0, 'claims', 0)
+  if given(row.tenant_id) then
+    redis.call('HSET', job, 'tenant_id', row.tenant_id)
+  end
+  if given(row.enqueued_by) then
+    redis.call('HSET', job, 'enqueued_by', row.enqueued_by)
+  end
+  if given(row.traceparent) then
+    redis.call('HSET', job, 'traceparent', row.traceparent)
+  end
+  if run_at <= now then
+    redis.call('ZADD', ready, ready_score(row.priority, run_at), job)
+  else
+    redis.call('ZADD', delayed, run_at, job)
+  end
+  redis.call('HSET', live, namespace, job)
+  return {row.id, row.run_id, 1}
+end
+
+-- Compare-and-set a task's watermark in the scheduler's watermarks HASH: from `previous` (''
+-- for a task with no watermark yet) to `watermark`. Answers whether it moved.
+local function move_watermark(watermarks, task, previous, watermark)
+  if (redis.call('HGET', watermarks, task) or '') ~= previous then
+    return false
+  end
+  redis.call('HSET', watermarks, task, watermark)
+  return true
+end
+
 -- The idempotency namespace of a stored job: name NUL coalesce(tenant_id, '') NUL key.
 local function namespace_of(job)
   local f = redis.call('HMGET', job, 'name', 'tenant_id', 'idempotency_key')

@@ -1,0 +1,123 @@
+"""The Redis scheduler state and leader: watermarks, fires and pauses in the global slot, each move one script."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from xjobs.driver import NewJob
+from xjobs.stores import TaskFire
+from xjobs_redis.executor import Arg, Call, Command, Executor
+from xjobs_redis.keys import Keys
+from xjobs_redis.rows import enqueue_row
+
+
+def watermark_arg(previous_ms: int | None) -> str:
+    """The CAS operand of `scheduler_arm.lua` and `scheduler_fire.lua`: '' for a task with none yet."""
+    return "" if previous_ms is None else str(previous_ms)
+
+
+def decode_fire(task: str, text: str) -> TaskFire:
+    """A task's field of the fires HASH as its `TaskFire`."""
+    value = json.loads(text)
+    return TaskFire(
+        task=task,
+        occurrence_ms=int(value["occurrence_ms"]),
+        job_id=str(value["job_id"]),
+        fired_at_ms=int(value["fired_at_ms"]),
+    )
+
+
+class RedisSchedulerState:
+    """Reads are one plain command each; `arm` and `fire` are a compare-and-set script.
+
+    `fire` writes the global slot and its job's queue slot in one script, so the scheduler runs on
+    a standalone Redis (not on Cluster), as the event bus does.
+    """
+
+    def __init__(self, executor: Executor, keys: Keys) -> None:
+        self._x = executor
+        self._k = keys
+
+    async def watermarks(self, tasks: Sequence[str]) -> dict[str, int]:
+        if not tasks:
+            return {}
+        key, names = self._k.scheduler_watermarks(), list(tasks)
+        (values,) = await self._x.batch([lambda pipe: pipe.hmget(key, names)])
+        return {t: int(v) for t, v in zip(names, values, strict=True) if v is not None}
+
+    async def arm(self, task: str, previous_ms: int | None, watermark_ms: int) -> bool:
+        args: list[Arg] = [task, watermark_arg(previous_ms), watermark_ms]
+        keys = [self._k.scheduler_watermarks()]
+        return bool(await self._x.run("scheduler_arm", keys, args) == 1)
+
+    async def fire(
+        self, task: str, previous_ms: int | None, occurrence_ms: int, job: NewJob
+    ) -> bool:
+        """One round trip: the queue set's SADD (as an enqueue's) and `scheduler_fire.lua`, pipelined."""
+        k, queue = self._k, job.queue
+        keys = [
+            k.scheduler_watermarks(),
+            k.scheduler_fires(),
+            k.ready(queue),
+            k.delayed(queue),
+            k.live(queue),
+            k.job(queue, job.id),
+        ]
+        args: list[Arg] = [
+            self._x.now(),
+            task,
+            watermark_arg(previous_ms),
+            occurrence_ms,
+            enqueue_row(job),
+        ]
+        queues_key = k.queues()
+        calls: list[Call | Command] = [
+            lambda pipe: pipe.sadd(queues_key, queue),
+            Call("scheduler_fire", keys, args),
+        ]
+        _, moved = await self._x.batch(calls)
+        return bool(moved == 1)
+
+    async def task_fires(self, tasks: Sequence[str] | None = None) -> dict[str, TaskFire]:
+        key = self._k.scheduler_fires()
+        if tasks is None:
+            (found,) = await self._x.batch([lambda pipe: pipe.hgetall(key)])
+            return {str(t): decode_fire(str(t), str(v)) for t, v in dict(found).items()}
+        if not tasks:
+            return {}
+        names = list(tasks)
+        (values,) = await self._x.batch([lambda pipe: pipe.hmget(key, names)])
+        return {t: decode_fire(t, str(v)) for t, v in zip(names, values, strict=True) if v}
+
+    async def paused(self, tasks: Sequence[str]) -> set[str]:
+        if not tasks:
+            return set()
+        key, names = self._k.scheduler_paused(), list(tasks)
+        (flags,) = await self._x.batch([lambda pipe: pipe.smismember(key, names)])
+        return {t for t, flag in zip(names, flags, strict=True) if flag}
+
+    async def pause(self, task: str) -> bool:
+        key = self._k.scheduler_paused()
+        (added,) = await self._x.batch([lambda pipe: pipe.sadd(key, task)])
+        return bool(added == 1)
+
+    async def resume(self, task: str) -> bool:
+        key = self._k.scheduler_paused()
+        (removed,) = await self._x.batch([lambda pipe: pipe.srem(key, task)])
+        return bool(removed == 1)
+
+
+class RedisLeader:
+    """One leader HASH (holder, expiry): a fenced SET NX PX on the backend's clock, one script per call."""
+
+    def __init__(self, executor: Executor, keys: Keys) -> None:
+        self._x = executor
+        self._key = keys.scheduler_leader()
+
+    async def acquire(self, candidate: str, ttl_ms: int) -> bool:
+        args: list[Arg] = [self._x.now(), candidate, ttl_ms]
+        return bool(await self._x.run("leader_acquire", [self._key], args) == 1)
+
+    async def release(self, candidate: str) -> None:
+        await self._x.run("leader_release", [self._key], [candidate])
