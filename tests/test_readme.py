@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
+import secrets
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+from xjobs_pg.backend import asyncpg_dsn
+from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable
 
 README = Path(__file__).parents[1] / "README.md"
 
@@ -56,3 +65,43 @@ def test_the_nightly_task_example_fires_the_latest_missed_night_once(tmp_path: P
         "building the report of 2026-01-01",
         "fired for 2026-01-02 02:30:00+01:00",
     ]
+
+
+async def _database(server: str, name: str, *, drop: bool = False) -> None:
+    conn = await asyncpg.connect(asyncpg_dsn(server)[0])
+    try:
+        verb = "drop database if exists" if drop else "create database"
+        suffix = " with (force)" if drop else ""
+        await conn.execute(f'{verb} "{name}"{suffix}')
+    finally:
+        await conn.close()
+
+
+def test_the_outbox_example_stages_with_psycopg_and_asyncpg_and_runs_both(
+    tmp_path: Path,
+) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    outbox = [block for block in blocks if ".stage(" in block]
+    assert len(outbox) == 1, "the README has one outbox example"
+    try:
+        server = postgres_url()
+    except ServerUnavailable as exc:
+        unavailable(f"no Postgres server for the README's outbox example: {exc}")
+    name = f"xjobs_readme_{secrets.token_hex(4)}"
+    asyncio.run(_database(server, name))
+    try:
+        script = tmp_path / "outbox.py"
+        script.write_text(outbox[0])
+        url = urlunsplit(urlsplit(asyncpg_dsn(server)[0])._replace(path=f"/{name}"))
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "DATABASE_URL": url},
+        )
+    finally:
+        asyncio.run(_database(server, name, drop=True))
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.splitlines()) == ["receipt for order A-1", "receipt for order A-2"]

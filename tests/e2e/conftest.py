@@ -72,3 +72,17 @@ async def durable_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
     """A fresh schema / key prefix on the Postgres or the Redis test server (dropped after)."""
     async with fresh_backend_url(request.param) as url:
         yield url
+
+
+@pytest_asyncio.fixture
+async def pg_url() -> AsyncIterator[str]:
+    """A fresh schema on the Postgres test server (dropped after)."""
+    async with fresh_backend_url("postgres") as url:
+        yield url
+
+
+@pytest_asyncio.fixture
+async def redis_queue_url() -> AsyncIterator[str]:
+    """A fresh key prefix on the Redis test server (dropped after)."""
+    async with fresh_backend_url("redis") as url:
+        yield url

@@ -24,6 +24,7 @@ TABLES = [
     "jobs",
     "leaders",
     "leases",
+    "outbox",
     "schema_version",
     "steps",
     "task_fires",

@@ -19,6 +19,7 @@ STABLE_CODES = {
     "JobDuplicateError": "XJOBS_JOB_DUPLICATE",
     "JobNotRegisteredError": "XJOBS_JOB_NOT_REGISTERED",
     "TaskNotRegisteredError": "XJOBS_TASK_NOT_REGISTERED",
+    "OutboxConnectionInvalidError": "XJOBS_OUTBOX_CONNECTION_INVALID",
     "CronInvalidError": "XJOBS_CRON_INVALID",
     "TimeZoneInvalidError": "XJOBS_TZ_INVALID",
     "InputInvalidError": "XJOBS_INPUT_INVALID",

@@ -14,6 +14,7 @@ from xjobs.stores import (
     EventBus,
     LeaderElection,
     LeaseStore,
+    OutboxStore,
     SchedulerState,
     StepStore,
     WorkerRegistry,
@@ -40,7 +41,8 @@ def _operations(protocol: type) -> list[str]:
     + [f"StepStore.{op}" for op in _operations(StepStore)]
     + [f"EventBus.{op}" for op in _operations(EventBus)]
     + [f"SchedulerState.{op}" for op in _operations(SchedulerState)]
-    + [f"LeaderElection.{op}" for op in _operations(LeaderElection)],
+    + [f"LeaderElection.{op}" for op in _operations(LeaderElection)]
+    + [f"OutboxStore.{op}" for op in _operations(OutboxStore)],
 )
 def test_every_implemented_store_operation_has_a_parity_scenario(operation: str) -> None:
     method = operation.split(".")[1]

@@ -1,5 +1,5 @@
-"""The idle cost budget (semantics.md, "The wake (Postgres)"): statements an idle worker and an
-idle scheduler leader issue.
+"""The idle cost budget (semantics.md, "The wake (Postgres)"): statements an idle worker, an idle
+relay and an idle scheduler leader issue.
 
 Worker: 30 statements per idle minute without the wake, 12 with it. Rather than sleeping a
 minute, each test lets the idle backoff climb to its ceiling (2 s, or 5 s while the wake is
@@ -148,7 +148,7 @@ async def count_idle_window(
 def report(label: str, counted: Counter[str], window_s: float, budget: int) -> None:
     per_minute = sum(counted.values()) * 60 / window_s
     print(
-        f"\nidle worker {label}: {sum(counted.values())} statements in {window_s:.0f} s "
+        f"\nidle {label}: {sum(counted.values())} statements in {window_s:.0f} s "
         f"= {per_minute:.1f}/min (budget {budget}/min); by statement: {dict(counted)}"
     )
 
@@ -179,7 +179,7 @@ async def test_an_idle_worker_without_the_wake_issues_at_most_30_statements_a_mi
             )
     finally:
         await opened.close()
-    report("without the wake", counted, WINDOW_WITHOUT_WAKE_S, BUDGET_WITHOUT_WAKE)
+    report("worker without the wake", counted, WINDOW_WITHOUT_WAKE_S, BUDGET_WITHOUT_WAKE)
     assert_within_budget(counted, WINDOW_WITHOUT_WAKE_S, BUDGET_WITHOUT_WAKE)
 
 
@@ -202,7 +202,7 @@ async def test_an_idle_worker_with_the_wake_live_issues_at_most_12_statements_a_
             window_s=WINDOW_WITH_WAKE_S,
             wake_live=lambda: wake.live,
         )
-    report("with the wake live", counted, WINDOW_WITH_WAKE_S, BUDGET_WITH_WAKE)
+    report("worker with the wake live", counted, WINDOW_WITH_WAKE_S, BUDGET_WITH_WAKE)
     assert_within_budget(counted, WINDOW_WITH_WAKE_S, BUDGET_WITH_WAKE)
 
 
@@ -245,3 +245,68 @@ async def test_an_idle_scheduler_leader_only_renews_its_lease(idle: Idle) -> Non
     assert set(counted) == {"leader_acquire"}, f"an idle round touched a store: {dict(counted)}"
     assert counted["leader_acquire"] <= SCHEDULER_WINDOW_S / SCHEDULER_RENEW_S + 1
     assert counted["leader_acquire"] >= SCHEDULER_WINDOW_S / SCHEDULER_RENEW_S - 1
+
+
+async def count_idle_relay(
+    app: xjobs.App, log: StatementLog, *, ceiling_ms: int, window_s: float
+) -> Counter[str]:
+    """Start a relay, wait until its backoff waits at `ceiling_ms`, then count a window's statements."""
+    relay = app.relay()
+    await relay.start()
+    try:
+        await asyncio.sleep(warm_up_s(relay.options.poll_floor_ms, ceiling_ms))
+        start = time.monotonic()
+        await asyncio.sleep(window_s)
+        counted = log.since(start)
+        assert relay.state == "running"
+        assert relay.stats.published == 0
+    finally:
+        await relay.stop()
+    return counted
+
+
+@pytest.mark.asyncio
+async def test_an_idle_relay_without_the_wake_issues_at_most_30_statements_a_minute(
+    idle: Idle,
+) -> None:
+    opened = await open_backend(idle.url, schema=idle.schema, on_query=idle.log)
+    backend: Backend = dataclasses.replace(opened, wake=None)
+    try:
+        async with xjobs.App(backend, jobs=[never_enqueued]) as app:
+            counted = await count_idle_relay(
+                app, idle.log, ceiling_ms=CEILING_MS, window_s=WINDOW_WITHOUT_WAKE_S
+            )
+    finally:
+        await opened.close()
+    report("relay without the wake", counted, WINDOW_WITHOUT_WAKE_S, BUDGET_WITHOUT_WAKE)
+    assert set(counted) == {"outbox_claim"}, f"an idle relay pass is one claim: {dict(counted)}"
+    assert sum(counted.values()) <= BUDGET_WITHOUT_WAKE * WINDOW_WITHOUT_WAKE_S / 60 + 1
+
+
+@pytest.mark.asyncio
+async def test_an_idle_relay_with_the_wake_live_issues_at_most_12_statements_a_minute(
+    idle: Idle,
+) -> None:
+    app = xjobs.App(
+        backend=idle.url,
+        jobs=[never_enqueued],
+        backend_options={"schema": idle.schema, "on_query": idle.log},
+    )
+    async with app:
+        wake = app.backend.wake
+        assert wake is not None
+        relay = app.relay()
+        await relay.start()  # subscribing starts the LISTEN session, which proves the wake
+        deadline = time.monotonic() + LIVE_WITHIN_S
+        while not wake.live:
+            assert time.monotonic() < deadline, f"the wake was not proven within {LIVE_WITHIN_S} s"
+            await asyncio.sleep(0.05)
+        await relay.stop()
+        counted = await count_idle_relay(
+            app, idle.log, ceiling_ms=CEILING_WITH_WAKE_MS, window_s=WINDOW_WITH_WAKE_S
+        )
+        assert wake.live, "the wake went unproven during the window"
+    report("relay with the wake live", counted, WINDOW_WITH_WAKE_S, BUDGET_WITH_WAKE)
+    assert set(counted) <= {"outbox_claim"}, f"an idle relay pass is one claim: {dict(counted)}"
+    assert sum(counted.values()) <= BUDGET_WITH_WAKE * WINDOW_WITH_WAKE_S / 60 + 1
+    assert counted["outbox_claim"] > 0, "an idle relay must keep polling: the poll is the guarantee"

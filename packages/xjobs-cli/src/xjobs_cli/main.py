@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from xjobs import XJobsError
-from xjobs_cli import backends_cli, demo_cli, install_cli, scheduler_cli, worker_cli
+from xjobs_cli import backends_cli, demo_cli, install_cli, relay_cli, scheduler_cli, worker_cli
 from xjobs_cli.logs import LEVELS, configure_logging
 from xjobs_cli.version import version_line
 
@@ -21,6 +21,7 @@ EXIT_INTERRUPTED = 130
 _VERBS: tuple[tuple[Callable[..., argparse.ArgumentParser], str], ...] = (
     (worker_cli.add_parser, "INFO"),
     (scheduler_cli.add_parser, "INFO"),
+    (relay_cli.add_parser, "INFO"),
     (demo_cli.add_parser, "WARNING"),
     (backends_cli.add_parser, "WARNING"),
     (install_cli.add_parser, "WARNING"),
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The `xjobs` parser with every verb."""
     parser = argparse.ArgumentParser(
         prog="xjobs",
-        description="xjobs: durable background jobs — run workers and schedulers, the demo, and inspect a setup.",
+        description="xjobs: durable background jobs — run workers, schedulers and relays, the demo, and inspect a setup.",
     )
     parser.add_argument("--version", action="store_true", help="print the xjobs version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

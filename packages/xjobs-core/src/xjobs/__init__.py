@@ -21,6 +21,7 @@ from xjobs.hookspecs import hookimpl
 from xjobs.job import JobHandle, job
 from xjobs.job_context import JobContext
 from xjobs.plugins import BackendFactory, connect, installed_backends
+from xjobs.relay import Relay, RelayStats
 from xjobs.retry import Retry
 from xjobs.scheduler import Scheduler, SchedulerStats
 from xjobs.settled import Settled
@@ -49,6 +50,8 @@ __all__ = [
     "JobHandle",
     "JobRecord",
     "ManualClock",
+    "Relay",
+    "RelayStats",
     "RequeueFilter",
     "Retry",
     "Scheduler",

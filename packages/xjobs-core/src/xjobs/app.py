@@ -27,6 +27,8 @@ from xjobs.job import EnqueueOptions, JobHandle
 from xjobs.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from xjobs.plugins import connect
 from xjobs.registry import Registry
+from xjobs.relay import Relay, RelayStats
+from xjobs.relay_options import RelayKwargs, resolve_relay_options
 from xjobs.scheduler import Scheduler, SchedulerStats
 from xjobs.scheduler_options import SchedulerKwargs, resolve_scheduler_options
 from xjobs.settled import SettledHook
@@ -60,6 +62,7 @@ class App:
         on_worker_stop: AppHook | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         backend_options: Mapping[str, Any] | None = None,
+        outbox: str | Backend | None = None,
     ) -> None:
         self.registry = Registry(jobs, tasks)
         self.clock: Clock = clock or (
@@ -74,6 +77,8 @@ class App:
         self._facade: JobsFacade | None = None
         self._on_worker_start = on_worker_start
         self._on_worker_stop = on_worker_stop
+        self._outbox_target = outbox
+        self._outbox_backend: Backend | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -86,8 +91,24 @@ class App:
         else:
             backend = await connect(self._target, clock=self.clock, **self._backend_options)
         self._backend = backend
+        outbox = backend
+        if isinstance(self._outbox_target, Backend):
+            outbox = self._outbox_target
+        elif self._outbox_target is not None:
+            try:
+                outbox = await connect(self._outbox_target, clock=self.clock)
+            except BaseException:
+                self._backend = None
+                if self._owns_backend:
+                    await backend.close()
+                raise
+            outbox.require("outbox")
+        self._outbox_backend = outbox
         self._facade = JobsFacade(
-            backend.jobs, self.clock, max_payload_bytes=self._max_payload_bytes
+            backend.jobs,
+            self.clock,
+            max_payload_bytes=self._max_payload_bytes,
+            outbox=outbox.outbox,
         )
         for handle in self.registry.jobs.values():
             handle.bind(self._facade)
@@ -102,6 +123,9 @@ class App:
             if self._facade is not None and handle.bound_to(self._facade):
                 handle.bind(None)
         self._facade = None
+        outbox, self._outbox_backend = self._outbox_backend, None
+        if outbox is not None and outbox is not backend and isinstance(self._outbox_target, str):
+            await outbox.close()
         if self._owns_backend:
             await backend.close()
 
@@ -331,3 +355,51 @@ class App:
     async def task_fires(self) -> dict[str, TaskFire]:
         """The last occurrence of each registered task that dispatched a job."""
         return await self._scheduler_state().task_fires(list(self.registry.tasks))
+
+    # -- the relay role ------------------------------------------------------------------------
+
+    @property
+    def outbox_backend(self) -> Backend:
+        """The backend whose outbox `stage()` writes to: `outbox=` if given, else the app's own."""
+        self.backend  # noqa: B018 - refuses a closed app
+        assert self._outbox_backend is not None
+        return self._outbox_backend
+
+    def relay(self, **options: Unpack[RelayKwargs]) -> Relay:
+        """A relay from this app's outbox into its backend's queues, not yet started."""
+        source = self.outbox_backend
+        source.require("outbox")
+        assert source.outbox is not None
+        return Relay(
+            outbox=source.outbox,
+            jobs=self.backend.jobs,
+            options=resolve_relay_options(**options),
+            wake=source.wake,
+        )
+
+    async def run_relay(
+        self,
+        *,
+        until_idle: bool = False,
+        handle_signals: bool | None = None,
+        **options: Unpack[RelayKwargs],
+    ) -> RelayStats:
+        """Relay staged jobs until idle (`until_idle=True`), stopped, or SIGTERM drains it."""
+        relay = self.relay(**options)
+        if handle_signals is None:
+            handle_signals = (
+                not until_idle and threading.current_thread() is threading.main_thread()
+            )
+        drain = on_shutdown_signals(
+            first=relay.stop_accepting,
+            again=relay.abandon,
+            log_event="jobs.relay.draining",
+            role_id=relay.id,
+        )
+        with drain if handle_signals else contextlib.nullcontext():
+            await relay.start(until_idle=until_idle)
+            try:
+                await relay.wait()
+            finally:
+                await relay.close()
+        return relay.stats

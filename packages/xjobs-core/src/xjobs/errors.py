@@ -276,3 +276,10 @@ class EventInvalidError(XJobsError):
     """An event name, payload or match was refused (not a JSON object, too large, bad name); a NUL is `PayloadInvalidError`."""
 
     code = "XJOBS_EVENT_INVALID"
+
+
+class OutboxConnectionInvalidError(XJobsError):
+    """`stage()` was handed a connection the outbox store cannot stage on (not a psycopg 3 sync or
+    async connection, nor an asyncpg connection, for Postgres)."""
+
+    code = "XJOBS_OUTBOX_CONNECTION_INVALID"

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import datetime
 from typing import Any
 
 from xjobs.clock import Clock
 from xjobs.context import current_actor, traceparent_for_enqueue
 from xjobs.driver import EnqueueResult, JobDriver, NewJob
-from xjobs.errors import OptionInvalidError
+from xjobs.errors import CapabilityMissingError, OptionInvalidError
 from xjobs.ids import new_id
 from xjobs.job import MAX_PRIORITY, MIN_PRIORITY, EnqueueOptions, JobHandle
 from xjobs.options import duration_ms, finite_count
 from xjobs.payload import encode_payload, validate_input
+from xjobs.stores import OutboxStore
 
 
 def _run_at_ms(options: EnqueueOptions, now_ms: int) -> int | None:
@@ -31,10 +32,18 @@ def _run_at_ms(options: EnqueueOptions, now_ms: int) -> int | None:
 class JobsFacade:
     """Builds `NewJob` rows from inputs (validated, keyed, attributed, encoded once) and enqueues them."""
 
-    def __init__(self, driver: JobDriver, clock: Clock, *, max_payload_bytes: int) -> None:
+    def __init__(
+        self,
+        driver: JobDriver,
+        clock: Clock,
+        *,
+        max_payload_bytes: int,
+        outbox: OutboxStore | None = None,
+    ) -> None:
         self._driver = driver
         self._clock = clock
         self._max_payload_bytes = max_payload_bytes
+        self._outbox = outbox
 
     def build(
         self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
@@ -83,3 +92,17 @@ class JobsFacade:
         if not rows:
             return []
         return await self._driver.enqueue(rows)
+
+    def stage_inputs(
+        self,
+        handle: JobHandle[Any],
+        conn: object,
+        inputs: Sequence[object],
+        options: EnqueueOptions,
+    ) -> list[EnqueueResult] | Awaitable[list[EnqueueResult]]:
+        """Stage the rows `build` makes on the caller's connection, through the app's outbox."""
+        if self._outbox is None:
+            raise CapabilityMissingError(
+                "this App has no outbox: its backend offers none; pass App(outbox='postgresql://…')"
+            )
+        return self._outbox.stage_on(conn, self.build(handle, inputs, options))

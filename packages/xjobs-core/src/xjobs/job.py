@@ -24,8 +24,15 @@ from xjobs.retry import Retry
 from xjobs.tenant import JobTenant, resolve_tenant
 
 if TYPE_CHECKING:
+    import asyncpg
+    import psycopg
+
     from xjobs.driver import EnqueueResult
     from xjobs.job_context import JobContext
+    from xjobs.memory.outbox import MemoryTransaction
+
+    SyncConnection = psycopg.Connection[Any] | MemoryTransaction
+    AsyncConnection = psycopg.AsyncConnection[Any] | asyncpg.Connection
 
 I = TypeVar("I", bound=BaseModel)  # noqa: E741 - the input model, as in the public signatures
 MIN_PRIORITY = 0
@@ -49,6 +56,14 @@ class Enqueuer(Protocol):
     async def enqueue_inputs(
         self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
     ) -> list[EnqueueResult]: ...
+
+    def stage_inputs(
+        self,
+        handle: JobHandle[Any],
+        conn: object,
+        inputs: Sequence[object],
+        options: EnqueueOptions,
+    ) -> list[EnqueueResult] | Awaitable[list[EnqueueResult]]: ...
 
 
 class JobHandle(Generic[I]):
@@ -176,8 +191,91 @@ class JobHandle(Generic[I]):
         options = EnqueueOptions(delay=delay, run_at=run_at, priority=priority)
         return await self._require_enqueuer().enqueue_inputs(self, list(inputs), options)
 
+    @overload
+    def stage(
+        self,
+        conn: SyncConnection,
+        input: I | dict[str, Any],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> EnqueueResult: ...
+
+    @overload
+    def stage(
+        self,
+        conn: AsyncConnection,
+        input: I | dict[str, Any],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> Awaitable[EnqueueResult]: ...
+
+    def stage(
+        self,
+        conn: object,
+        input: I | dict[str, Any],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> EnqueueResult | Awaitable[EnqueueResult]:
+        """Stage one job in the outbox on `conn`, the caller's own connection, inside its
+        transaction: it is enqueued by the relay once that transaction commits, and never if it
+        rolls back. Validated, keyed and attributed exactly as `enqueue`; the answer carries the
+        job's real ids. A sync connection (psycopg `Connection`) answers at once; an async one
+        (psycopg `AsyncConnection`, asyncpg `Connection`) answers an awaitable."""
+        options = EnqueueOptions(delay=delay, run_at=run_at, priority=priority)
+        staged = self._require_enqueuer().stage_inputs(self, conn, [input], options)
+        if isinstance(staged, list):
+            (result,) = staged
+            return result
+        return _only(staged)
+
+    @overload
+    def stage_many(
+        self,
+        conn: SyncConnection,
+        inputs: Sequence[I | dict[str, Any]],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> list[EnqueueResult]: ...
+
+    @overload
+    def stage_many(
+        self,
+        conn: AsyncConnection,
+        inputs: Sequence[I | dict[str, Any]],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> Awaitable[list[EnqueueResult]]: ...
+
+    def stage_many(
+        self,
+        conn: object,
+        inputs: Sequence[I | dict[str, Any]],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> list[EnqueueResult] | Awaitable[list[EnqueueResult]]:
+        """Stage many jobs on `conn` in one statement; one result per input, in order."""
+        options = EnqueueOptions(delay=delay, run_at=run_at, priority=priority)
+        return self._require_enqueuer().stage_inputs(self, conn, list(inputs), options)
+
     def __repr__(self) -> str:
         return f"<JobHandle {self.name} queue={self.queue}>"
+
+
+async def _only(staged: Awaitable[list[EnqueueResult]]) -> EnqueueResult:
+    (result,) = await staged
+    return result
 
 
 def _check_signature(fn: Callable[..., object]) -> list[inspect.Parameter]:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from xjobs.driver import Claim, NewJob
+from xjobs.driver import Claim, EnqueueResult, NewJob
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,16 +170,44 @@ class EventBus(Protocol):
         ...
 
 
+OUTBOX_WAKE = ":outbox"  # the wake payload a stage sends; no queue name can spell it
+
+
 @runtime_checkable
 class OutboxStore(Protocol):
-    """Jobs staged inside a caller's transaction, relayed to the queue afterwards."""
+    """Jobs staged inside a caller's transaction, relayed to the queue afterwards.
+
+    A staged row is a complete `NewJob`: its id IS its job's id and its run id is allocated at
+    stage. The relay's claim is a lease (`claimed_by`, an expiry) taken in one statement; every
+    later mutation is fenced on it. A published row is marked (or deleted, in memory) and
+    retention of marked rows is bounded.
+    """
+
+    def stage_on(
+        self, conn: object, rows: Sequence[NewJob]
+    ) -> list[EnqueueResult] | Awaitable[list[EnqueueResult]]:
+        """Insert `rows` on the caller's OWN connection, inside its transaction (nothing is
+        committed here; a rollback leaves nothing). A sync connection answers the results at
+        once, an async one an awaitable of them. A connection of a kind this store cannot use is
+        `XJOBS_OUTBOX_CONNECTION_INVALID`."""
+        ...
+
+    async def stage(self, rows: Sequence[NewJob]) -> list[EnqueueResult]:
+        """Stage `rows` in a transaction of the store's own, committed before it answers."""
+        ...
 
     async def claim(self, relay_id: str, limit: int, lease_ms: int) -> list[NewJob]:
-        """Lease up to `limit` staged rows for this relay."""
+        """Lease up to `limit` unpublished rows whose lease is free or lapsed, oldest staged
+        first, for `relay_id` until `lease_ms` from now; one atomic step."""
         ...
 
     async def mark_published(self, relay_id: str, ids: Sequence[str]) -> int:
-        """Mark rows this relay holds as published; answers how many it still held."""
+        """Mark the rows of `ids` this relay still holds as published; answers how many it held.
+        A row whose lease moved to another relay is left alone."""
+        ...
+
+    async def pending(self) -> int:
+        """How many staged rows are not yet published (claimed or not)."""
         ...
 
 

@@ -18,6 +18,7 @@ from xjobs_pg.events import PostgresEventBus
 from xjobs_pg.executor import Executor
 from xjobs_pg.install import SCHEMA_VERSION, install
 from xjobs_pg.leases import PostgresLeaseStore
+from xjobs_pg.outbox import PostgresOutboxStore
 from xjobs_pg.scheduler import PostgresAdvisoryLeader, PostgresLeaseLeader, PostgresSchedulerState
 from xjobs_pg.schema import DEFAULT_SCHEMA, quote_schema, wake_channel
 from xjobs_pg.sql import Statements
@@ -99,6 +100,7 @@ async def open_backend(
         leases=PostgresLeaseStore(executor),
         steps=PostgresStepStore(executor),
         events=PostgresEventBus(executor, slots),
+        outbox=PostgresOutboxStore(executor, slots),
         scheduler=PostgresSchedulerState(executor, slots),
         leader=PostgresLeaseLeader(executor),
         wake=source,

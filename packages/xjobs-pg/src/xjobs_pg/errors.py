@@ -1,8 +1,9 @@
-"""The one translation of asyncpg's errors into xjobs refusals."""
+"""The one translation of asyncpg's (and, for staging, psycopg's) errors into xjobs refusals."""
 
 from __future__ import annotations
 
 import asyncpg
+import psycopg
 
 from xjobs.errors import BackendError, BackendUnavailableError, XJobsError
 
@@ -14,6 +15,8 @@ _UNAVAILABLE = (
     asyncpg.CannotConnectNowError,
     asyncpg.AdminShutdownError,
     asyncpg.InterfaceError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
 )
 
 

@@ -16,6 +16,7 @@ SQL_FILES = (
     "steps.sql",
     "events.sql",
     "scheduler.sql",
+    "outbox.sql",
 )
 
 

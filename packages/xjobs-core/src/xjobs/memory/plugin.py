@@ -13,6 +13,7 @@ from xjobs.hookspecs import hookimpl
 from xjobs.memory.driver import MemoryJobDriver
 from xjobs.memory.events import MemoryEventBus
 from xjobs.memory.leases import MemoryLeaseStore
+from xjobs.memory.outbox import MemoryOutboxStore
 from xjobs.memory.scheduler import MemoryLeader, MemorySchedulerState
 from xjobs.memory.steps import MemoryStepStore
 from xjobs.memory.workers import MemoryWorkerRegistry
@@ -35,6 +36,7 @@ def _fresh(url: str, clock: Clock) -> Backend:
         leases=MemoryLeaseStore(clock),
         steps=MemoryStepStore(jobs),
         events=MemoryEventBus(clock, jobs),
+        outbox=MemoryOutboxStore(clock, wake),
         scheduler=MemorySchedulerState(clock, jobs),
         leader=MemoryLeader(clock),
         wake=wake,

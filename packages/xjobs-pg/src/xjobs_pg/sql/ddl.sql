@@ -151,5 +151,39 @@ create table if not exists {schema}.leaders (
     expires_at_ms bigint not null
 );
 
-insert into {schema}.schema_version (singleton, version) values (true, 3)
+-- The transactional outbox: each row a complete job staged inside a caller transaction, its id
+-- the id of the job the relay publishes. A relay leases rows (claimed_by until claim_until_ms),
+-- every later write is fenced on claimed_by, and a published row is kept (published_at_ms) until
+-- the retention of outbox_mark deletes it. run_at_ms stays null for a job due at its enqueue.
+create table if not exists {schema}.outbox (
+    id uuid primary key,
+    run_id uuid not null,
+    name text not null,
+    queue text not null,
+    tenant_id text,
+    idempotency_key text not null,
+    payload jsonb not null,
+    priority smallint not null,
+    run_at_ms bigint,
+    max_attempts integer not null,
+    dead_letter boolean not null,
+    enqueued_by text,
+    traceparent text,
+    staged_at_ms bigint not null,
+    claimed_by text,
+    claim_until_ms bigint,
+    published_at_ms bigint
+);
+
+-- The relay claim: unpublished rows, oldest staged first.
+create index if not exists outbox_unpublished
+    on {schema}.outbox (staged_at_ms, id)
+    where published_at_ms is null;
+
+-- The retention of published rows, oldest published first.
+create index if not exists outbox_published
+    on {schema}.outbox (published_at_ms)
+    where published_at_ms is not null;
+
+insert into {schema}.schema_version (singleton, version) values (true, 4)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);
