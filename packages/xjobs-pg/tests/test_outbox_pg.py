@@ -9,28 +9,30 @@ from __future__ import annotations
 import asyncio
 import secrets
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Literal
 
 import asyncpg
 import psycopg
 import pytest
-import pytest_asyncio
 
 from xjobs.backend import Backend, WakeSource
-from xjobs.clock import Clock, ManualClock
+from xjobs.clock import ManualClock
 from xjobs.driver import EnqueueResult, NewJob
 from xjobs.errors import OutboxConnectionInvalidError
 from xjobs.stores import OUTBOX_WAKE
 from xjobs_pg import wake_slots
-from xjobs_pg.backend import open_backend
 from xjobs_pg.install import SCHEMA_VERSION
 from xjobs_pg.outbox import OUTBOX_PURGE_LIMIT, OUTBOX_RETENTION_MS, PostgresOutboxStore
 from xjobs_pg.schema import quote_schema, wake_channel
 from xjobs_pg.sql import Statements
-from xjobs_pg.testing import scratch_schema, server_dsn, server_url
+from xjobs_pg.testing import (
+    opened,
+    schema_structure,
+    server_dsn,
+    session,
+)
 from xjobs_pg.wake_slots import WAKE_SLOT_MS
 
 Kind = Literal["psycopg", "psycopg-async", "asyncpg"]
@@ -38,55 +40,8 @@ KINDS: tuple[Kind, ...] = ("psycopg", "psycopg-async", "asyncpg")
 WAIT_S = 10.0
 LEASE_MS = 30_000
 HOUR_MS = 3_600_000
-STRUCTURE = """
-select c.relname, c.relkind::text as relkind,
-       replace(coalesce(pg_get_indexdef(c.oid), ''), n.nspname || '.', '') as indexdef,
-       coalesce((select string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
-                                   || case when a.attnotnull then ' not null' else '' end, ', '
-                                   order by a.attnum)
-                 from pg_attribute a
-                 where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped), '') as columns
-from pg_class c join pg_namespace n on n.oid = c.relnamespace
-where n.nspname = $1
-order by c.relname
-"""
 
 dsn = server_dsn
-
-
-@pytest_asyncio.fixture
-async def schema() -> AsyncIterator[str]:
-    """A schema of this test's own (its wake channel too), dropped afterwards."""
-    async with scratch_schema() as name:
-        yield name
-
-
-@pytest_asyncio.fixture
-async def other_schema() -> AsyncIterator[str]:
-    async with scratch_schema() as name:
-        yield name
-
-
-@asynccontextmanager
-async def opened(
-    schema: str, clock: Clock | None = None, on_query: Callable[[Any], None] | None = None
-) -> AsyncIterator[Backend]:
-    backend = await open_backend(
-        server_url(), schema=schema, clock=clock, max_size=4, on_query=on_query
-    )
-    try:
-        yield backend
-    finally:
-        await backend.close()
-
-
-@asynccontextmanager
-async def session() -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(dsn())
-    try:
-        yield conn
-    finally:
-        await conn.close()
 
 
 class Log:
@@ -625,5 +580,5 @@ async def test_opening_a_version_3_schema_adds_the_outbox(schema: str, other_sch
     async with session() as conn:
         assert await conn.fetchval(f"select version from {quoted}.schema_version") == 4
         assert SCHEMA_VERSION == 4
-        fresh = [tuple(r) for r in await conn.fetch(STRUCTURE, other_schema)]
-        assert [tuple(r) for r in await conn.fetch(STRUCTURE, schema)] == fresh
+        fresh = await schema_structure(conn, other_schema)
+        assert await schema_structure(conn, schema) == fresh

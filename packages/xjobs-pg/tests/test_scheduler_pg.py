@@ -14,21 +14,24 @@ from contextlib import asynccontextmanager
 from dataclasses import fields, replace
 from typing import Any, TypeVar
 
-import asyncpg
 import pytest
-import pytest_asyncio
 
 from xjobs.backend import Backend
-from xjobs.clock import Clock, ManualClock, SystemClock
+from xjobs.clock import ManualClock, SystemClock
 from xjobs.driver import NewJob
 from xjobs.stores import LeaderElection, SchedulerState, TaskFire
 from xjobs_pg import PostgresAdvisoryLeader, PostgresLeaseLeader, postgres_advisory_leader
-from xjobs_pg.backend import open_backend
 from xjobs_pg.install import SCHEMA_VERSION
 from xjobs_pg.scheduler import PostgresSchedulerState
 from xjobs_pg.schema import quote_schema, wake_channel
 from xjobs_pg.sql import Statements
-from xjobs_pg.testing import scratch_schema, server_dsn, server_url
+from xjobs_pg.testing import (
+    opened,
+    schema_structure,
+    server_dsn,
+    server_url,
+    session,
+)
 
 T = TypeVar("T")
 WAIT_S = 10.0
@@ -48,56 +51,9 @@ where l.locktype = 'advisory' and l.granted and l.objsubid = 1
 JOB_ROWS = """
 select to_jsonb(j) as row from {schema}.jobs j where j.name = $1 order by j.idempotency_key
 """
-STRUCTURE = """
-select c.relname, c.relkind::text as relkind,
-       replace(coalesce(pg_get_indexdef(c.oid), ''), n.nspname || '.', '') as indexdef,
-       coalesce((select string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
-                                   || case when a.attnotnull then ' not null' else '' end, ', '
-                                   order by a.attnum)
-                 from pg_attribute a
-                 where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped), '') as columns
-from pg_class c join pg_namespace n on n.oid = c.relnamespace
-where n.nspname = $1
-order by c.relname
-"""
 
 
 dsn = server_dsn
-
-
-@pytest_asyncio.fixture
-async def schema() -> AsyncIterator[str]:
-    """A schema of this test's own, dropped afterwards."""
-    async with scratch_schema() as name:
-        yield name
-
-
-@pytest_asyncio.fixture
-async def other_schema() -> AsyncIterator[str]:
-    async with scratch_schema() as name:
-        yield name
-
-
-@asynccontextmanager
-async def session() -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(dsn())
-    try:
-        yield conn
-    finally:
-        await conn.close()
-
-
-@asynccontextmanager
-async def opened(
-    schema: str, clock: Clock | None = None, on_query: Callable[[Any], None] | None = None
-) -> AsyncIterator[Backend]:
-    backend = await open_backend(
-        server_url(), schema=schema, clock=clock, max_size=4, on_query=on_query
-    )
-    try:
-        yield backend
-    finally:
-        await backend.close()
 
 
 class Log:
@@ -618,10 +574,6 @@ async def test_an_advisory_leaders_default_key_is_its_urls_schema() -> None:
 # -- (g) the upgrade from the previous schema version ----------------------------------------------
 
 
-async def structure(conn: asyncpg.Connection, schema: str) -> list[tuple[Any, ...]]:
-    return [tuple(row) for row in await conn.fetch(STRUCTURE, schema)]
-
-
 @pytest.mark.asyncio
 async def test_opening_a_version_2_schema_adds_the_scheduler_tables(
     schema: str, other_schema: str
@@ -644,7 +596,7 @@ async def test_opening_a_version_2_schema_adds_the_scheduler_tables(
         assert (await backend.jobs.get(job.id)) is not None
     async with session() as conn:
         assert await conn.fetchval(f"select version from {quoted}.schema_version") == SCHEMA_VERSION
-        assert await structure(conn, schema) == await structure(conn, other_schema)
+        assert await schema_structure(conn, schema) == await schema_structure(conn, other_schema)
 
 
 @pytest.mark.asyncio

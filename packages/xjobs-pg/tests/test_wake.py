@@ -16,16 +16,18 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 import pytest
-import pytest_asyncio
 
 from xjobs.backend import Backend, WakeSource
 from xjobs.driver import NewJob
 from xjobs_pg import wake_slots
-from xjobs_pg.backend import open_backend
 from xjobs_pg.driver import PostgresJobDriver
 from xjobs_pg.schema import quote_schema, wake_channel
 from xjobs_pg.sql import Statements
-from xjobs_pg.testing import scratch_schema, server_dsn, server_url
+from xjobs_pg.testing import (
+    opened,
+    server_dsn,
+    session,
+)
 from xjobs_pg.wake_slots import WAKE_SLOT_MS, WakeSlots
 
 WAIT_S = 10.0
@@ -37,31 +39,6 @@ where query ilike 'listen%' and position($1 in query) > 0 and pid <> pg_backend_
 
 
 dsn = server_dsn
-
-
-@pytest_asyncio.fixture
-async def schema() -> AsyncIterator[str]:
-    """A schema of this test's own (its wake channel too), dropped afterwards."""
-    async with scratch_schema() as name:
-        yield name
-
-
-@asynccontextmanager
-async def opened(schema: str) -> AsyncIterator[Backend]:
-    backend = await open_backend(server_url(), schema=schema, max_size=4)
-    try:
-        yield backend
-    finally:
-        await backend.close()
-
-
-@asynccontextmanager
-async def session() -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(dsn())
-    try:
-        yield conn
-    finally:
-        await conn.close()
 
 
 class Heard:

@@ -16,6 +16,7 @@ from xjobs.options import finite_count
 from xjobs.stores import OUTBOX_WAKE
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor
+from xjobs_pg.rows import new_job
 from xjobs_pg.wake_slots import WakeSlots
 
 OUTBOX_RETENTION_MS = 7 * 24 * 3_600_000  # how long a published row is kept before a mark purges it
@@ -72,7 +73,7 @@ class PostgresOutboxStore:
         if limit <= 0:
             return []
         rows = await self._x.fetch("outbox_claim", self._x.now(), relay_id, limit, lease_ms)
-        return [_new_job(row) for row in rows]
+        return [new_job(row) for row in rows]
 
     async def mark_published(self, relay_id: str, ids: Sequence[str]) -> int:
         if not ids:
@@ -148,21 +149,3 @@ class PostgresOutboxStore:
 def _results(rows: Sequence[NewJob]) -> list[EnqueueResult]:
     """A staged row answers its own ids: the job's id is the row's, its run id allocated at stage."""
     return [EnqueueResult(job_id=row.id, run_id=row.run_id, deduped=False) for row in rows]
-
-
-def _new_job(row: asyncpg.Record) -> NewJob:
-    return NewJob(
-        id=str(row["id"]),
-        run_id=str(row["run_id"]),
-        name=row["name"],
-        queue=row["queue"],
-        tenant_id=row["tenant_id"],
-        idempotency_key=row["idempotency_key"],
-        payload=row["payload"],
-        priority=row["priority"],
-        run_at_ms=row["run_at_ms"],
-        max_attempts=row["max_attempts"],
-        dead_letter=row["dead_letter"],
-        enqueued_by=row["enqueued_by"],
-        traceparent=row["traceparent"],
-    )

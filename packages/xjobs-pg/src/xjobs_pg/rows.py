@@ -6,7 +6,7 @@ from typing import Any
 
 import asyncpg
 
-from xjobs.driver import BuriedJob, ClaimedJob, JobRecord
+from xjobs.driver import BuriedJob, ClaimedJob, JobRecord, NewJob
 
 
 def _str(value: Any) -> str:
@@ -70,6 +70,25 @@ def job_record(row: asyncpg.Record) -> JobRecord:
         finished_at_ms=row["finished_at_ms"],
         last_error=row["last_error"],
         progress=row["progress"],
+        enqueued_by=row["enqueued_by"],
+        traceparent=row["traceparent"],
+    )
+
+
+def new_job(row: asyncpg.Record) -> NewJob:
+    """An outbox row as the `NewJob` it stages (the relay publishes it as is)."""
+    return NewJob(
+        id=_str(row["id"]),
+        run_id=_str(row["run_id"]),
+        name=row["name"],
+        queue=row["queue"],
+        tenant_id=row["tenant_id"],
+        idempotency_key=row["idempotency_key"],
+        payload=row["payload"],
+        priority=row["priority"],
+        run_at_ms=row["run_at_ms"],
+        max_attempts=row["max_attempts"],
+        dead_letter=row["dead_letter"],
         enqueued_by=row["enqueued_by"],
         traceparent=row["traceparent"],
     )

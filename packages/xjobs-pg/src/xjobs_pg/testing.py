@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import asyncpg
 
@@ -40,6 +41,49 @@ async def scratch_schema() -> AsyncIterator[str]:
             await conn.execute(DROP_SCHEMA.format(schema=quote_schema(name)))
         finally:
             await conn.close()
+
+
+@asynccontextmanager
+async def session() -> AsyncIterator[asyncpg.Connection]:
+    """One plain connection to the test server, closed afterwards."""
+    conn = await asyncpg.connect(server_dsn())
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@asynccontextmanager
+async def opened(
+    schema: str, clock: Clock | None = None, on_query: Callable[[Any], None] | None = None
+) -> AsyncIterator[Backend]:
+    """A small-pool backend on `schema` of the test server, closed afterwards."""
+    backend = await open_backend(
+        server_url(), schema=schema, clock=clock, max_size=4, on_query=on_query
+    )
+    try:
+        yield backend
+    finally:
+        await backend.close()
+
+
+SCHEMA_STRUCTURE = """
+select c.relname, c.relkind::text as relkind,
+       replace(coalesce(pg_get_indexdef(c.oid), ''), n.nspname || '.', '') as indexdef,
+       coalesce((select string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+                                   || case when a.attnotnull then ' not null' else '' end, ', '
+                                   order by a.attnum)
+                 from pg_attribute a
+                 where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped), '') as columns
+from pg_class c join pg_namespace n on n.oid = c.relnamespace
+where n.nspname = $1
+order by c.relname
+"""
+
+
+async def schema_structure(conn: asyncpg.Connection, schema: str) -> list[tuple[Any, ...]]:
+    """Every relation of `schema` with its kind, index definition and columns (an upgrade compares them)."""
+    return [tuple(row) for row in await conn.fetch(SCHEMA_STRUCTURE, schema)]
 
 
 LEAKED_TABLES = """
