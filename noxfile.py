@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
+import subprocess
 import tomllib
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -102,3 +105,42 @@ def parity(session: nox.Session, driver: str) -> None:
         *session.posargs,
         env=env,
     )
+
+
+# The peers of the benchmark, pinned; oban (the Python edition) needs Python 3.12, and arq caps
+# redis-py below 6, so the bench venv runs every Redis client on redis-py 5.
+PEERS = (
+    "procrastinate==3.10.0",
+    "pgqueuer[asyncpg]==1.6.0",
+    "saq[postgres,redis]==0.26.4",
+    "arq==0.28.0",
+    "redis==5.3.1",
+    "pyinstrument==5.1.3",
+)
+PEERS_312 = ("oban==0.7.0",)
+
+
+def _python_312() -> str | None:
+    """An interpreter of Python 3.12 or newer on this machine (PATH, then pyenv's versions), if any."""
+    found = [shutil.which(f"python3.{minor}") for minor in (12, 13)]
+    found += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3")))
+    for candidate in filter(None, found):
+        probe = [candidate, "-c", "import sys; sys.exit(sys.version_info < (3, 12))"]
+        if subprocess.run(probe, capture_output=True, check=False).returncode == 0:
+            return candidate
+    return None
+
+
+@nox.session(python=_python_312())
+def bench(session: nox.Session) -> None:
+    """The benchmark (not a default session): xjobs, the peers and the raw ceilings in one run.
+
+    `uv run nox -s bench -- --help` lists the flags (workloads, backends, libraries, n, reps).
+    """
+    _sync(session, "--all-packages", "--no-default-groups")
+    python_312 = session.run(
+        "python", "-c", "import sys; print(sys.version_info >= (3, 12))", silent=True
+    )
+    peers = PEERS + (PEERS_312 if str(python_312).strip() == "True" else ())
+    session.install(*peers)
+    session.run("python", "-m", "bench", *session.posargs)

@@ -143,6 +143,8 @@ async def test_a_worker_survives_a_postgres_restart_and_runs_every_job_exactly_o
         try:
             await eventually(lambda: len(ran) == 17, what="the 17 free jobs of before")
             await eventually(lambda: len(holding) == 3, what="3 jobs held across the restart")
+            # settled, not only run: the restart is to cross the held runs, not an ack in flight
+            await eventually(lambda: worker.stats.completed == 17, what="the 17 acks to land")
             started = time.monotonic()
             try:
                 await asyncio.to_thread(restart_postgres)

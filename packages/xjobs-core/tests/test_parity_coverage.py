@@ -9,6 +9,7 @@ import pytest
 
 import xjobs.testing.parity as parity_package
 from xjobs import hookspecs
+from xjobs.ack_batch import BatchAck
 from xjobs.driver import JobDriver
 from xjobs.stores import (
     EventBus,
@@ -36,6 +37,7 @@ def _operations(protocol: type) -> list[str]:
 @pytest.mark.parametrize(
     "operation",
     [f"JobDriver.{op}" for op in _operations(JobDriver)]
+    + [f"BatchAck.{op}" for op in _operations(BatchAck)]
     + [f"WorkerRegistry.{op}" for op in _operations(WorkerRegistry)]
     + [f"LeaseStore.{op}" for op in _operations(LeaseStore)]
     + [f"StepStore.{op}" for op in _operations(StepStore)]

@@ -84,7 +84,7 @@ class TestOpen:
             await backend.close()
         names = [key async for key in client.scan_iter(match=f"{prefix}:*")]
         assert names, "the enqueue wrote nothing under the URL's prefix"
-        assert (backend.name, backend.wake) == ("redis", None)
+        assert (backend.name, backend.wake is not None) == ("redis", True)
         assert backend.capabilities == {
             "jobs",
             "workers",
@@ -93,6 +93,7 @@ class TestOpen:
             "events",
             "scheduler",
             "leader",
+            "wake",
         }
 
 

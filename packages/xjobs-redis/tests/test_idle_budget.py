@@ -1,15 +1,16 @@
 """The idle cost budget on Redis (semantics.md, "The worker" and the idle budget): commands an idle worker sends.
 
-The Redis backend has no wake, so an idle worker polls at the 2 s ceiling: 30 idle passes a
-minute. Each pass is ONE claim round trip: a pipeline of one `EVALSHA claim` per served queue
+With the wake proven live (a pub/sub subscription an enqueue publishes to), an idle worker polls
+at the 5 s ceiling: 12 idle passes a minute. Each pass is ONE claim round trip: a pipeline of one `EVALSHA claim` per served queue
 plus the `EVALSHA worker_beat` of the registry presence refresh that rides it. So the budget
 pinned here is, per idle minute,
 
-    commands sent <= (30 passes + 1 pass of slack) x (served queues + 1)
+    commands sent <= (12 passes + 1 pass of slack) x (served queues + 1)
 
-— 62 for one queue, 93 for two — where the slack is the pass a counting window's edge may catch
+— 26 for one queue, 39 for two — where the slack is the pass a counting window's edge may catch
 (the same +1 as the Postgres test). Rather than sleeping a minute, the test lets the backoff climb
-from its floor to the 2 s ceiling, counts a window of five whole ceilings (10 s), and scales.
+from its floor to the 5 s ceiling, counts a window of three whole ceilings (15 s), and scales.
+The subscription itself sends nothing while idle: it only reads.
 
 How the commands are counted, honestly: `INFO commandstats` deltas, server-wide, on the shared
 test server (a pytest session runs one test at a time, so the idle worker is the only other
@@ -50,16 +51,17 @@ from redis.asyncio import Redis
 import xjobs
 from xjobs.backend import Backend
 from xjobs.driver import ClaimOptions
-from xjobs.idle_backoff import CEILING_MS
+from xjobs.idle_backoff import CEILING_WITH_WAKE_MS
 from xjobs.stores import WorkerInfo
 from xjobs.worker_options import DEFAULT_POLL_FLOOR
 from xjobs_redis.backend import open_backend
 from xjobs_redis.servers import ServerUnavailable, redis_url, unavailable
 from xjobs_redis.testing import drop_prefix
 
-BUDGET_PASSES = 30  # idle claim round trips per minute: the worker's budget without the wake
+BUDGET_PASSES = 12  # idle claim round trips per minute: the worker's budget with the wake live
 SLACK_PASSES = 1  # the pass a window's edge may catch
-WINDOW_S = 10.0  # five ceilings of 2 s
+WINDOW_S = 15.0  # three ceilings of 5 s
+LIVE_WITHIN_S = 10.0
 WARM_UP_MARGIN_S = 1.0
 CONCURRENCY = 10
 # Commands a client sends to run a script; each is one command of a round trip, whatever it runs.
@@ -179,7 +181,7 @@ def commands_per_pass(queues: int) -> int:
 
 
 def allowed_per_window(queues: int, window_s: float) -> float:
-    """The budget scaled to the window: (30 passes a minute, scaled) + 1 pass, in commands."""
+    """The budget scaled to the window: (12 passes a minute, scaled) + 1 pass, in commands."""
     return (BUDGET_PASSES * window_s / 60 + SLACK_PASSES) * commands_per_pass(queues)
 
 
@@ -213,11 +215,15 @@ async def measure(
     async with xjobs.App(idle.backend, jobs=jobs) as app:
         worker = app.worker(concurrency=CONCURRENCY)
         assert worker.options.queues == queues
-        assert idle.backend.wake is None, "a wake would change the ceiling this test assumes"
+        wake = idle.backend.wake
+        assert wake is not None
         per_pass = await one_idle_pass(idle, queues, worker)
         await worker.start()
         try:
-            await asyncio.sleep(warm_up_s(worker.options.poll_floor_ms, CEILING_MS))
+            async with asyncio.timeout(LIVE_WITHIN_S):
+                while not wake.live:  # noqa: ASYNC110 - the source has no event to await
+                    await asyncio.sleep(0.01)
+            await asyncio.sleep(warm_up_s(worker.options.poll_floor_ms, CEILING_WITH_WAKE_MS))
             before = await commandstats(idle.meter)
             started = time.monotonic()
             await asyncio.sleep(WINDOW_S)
@@ -234,7 +240,7 @@ async def measure(
 def report(queues: tuple[str, ...], per_pass: Counted, window: Counted) -> None:
     scale = 60 / WINDOW_S
     print(
-        f"\nidle worker on {len(queues)} queue(s), no wake: "
+        f"\nidle worker on {len(queues)} queue(s), wake live: "
         f"{window.sent} commands sent in {WINDOW_S:.0f} s = {window.sent * scale:.1f}/min "
         f"(budget {allowed_per_window(len(queues), 60):.0f}/min: "
         f"({BUDGET_PASSES} + {SLACK_PASSES}) passes x {commands_per_pass(len(queues))}); "
@@ -265,7 +271,7 @@ def assert_within_budget(queues: tuple[str, ...], per_pass: Counted, window: Cou
 
 
 @pytest.mark.asyncio
-async def test_an_idle_worker_on_one_queue_sends_at_most_30_passes_of_2_commands_a_minute(
+async def test_an_idle_worker_on_one_queue_sends_at_most_12_passes_of_2_commands_a_minute(
     idle: Idle,
 ) -> None:
     queues = ("idle-a",)
@@ -275,7 +281,7 @@ async def test_an_idle_worker_on_one_queue_sends_at_most_30_passes_of_2_commands
 
 
 @pytest.mark.asyncio
-async def test_an_idle_worker_on_two_queues_sends_at_most_30_passes_of_3_commands_a_minute(
+async def test_an_idle_worker_on_two_queues_sends_at_most_12_passes_of_3_commands_a_minute(
     idle: Idle,
 ) -> None:
     queues = ("idle-a", "idle-b")
@@ -286,14 +292,14 @@ async def test_an_idle_worker_on_two_queues_sends_at_most_30_passes_of_3_command
 
 def test_the_warm_up_covers_the_doubling_from_the_default_floor_to_the_ceiling() -> None:
     floor_ms = int(DEFAULT_POLL_FLOOR.total_seconds() * 1000)
-    # 50+100+…+1600 ms below 2 s, plus the margin
-    assert warm_up_s(floor_ms, CEILING_MS) == pytest.approx(3.15 + WARM_UP_MARGIN_S)
+    # 50+100+…+3200 ms below 5 s, plus the margin
+    assert warm_up_s(floor_ms, CEILING_WITH_WAKE_MS) == pytest.approx(6.35 + WARM_UP_MARGIN_S)
 
 
-def test_the_budget_is_30_passes_and_one_of_slack_per_minute() -> None:
-    assert allowed_per_window(1, 60) == 62
-    assert allowed_per_window(2, 60) == 93
-    assert allowed_per_window(1, WINDOW_S) == 12  # five ceilings and the edge's pass, x 2
+def test_the_budget_is_12_passes_and_one_of_slack_per_minute() -> None:
+    assert allowed_per_window(1, 60) == 26
+    assert allowed_per_window(2, 60) == 39
+    assert allowed_per_window(1, WINDOW_S) == 8  # three ceilings and the edge's pass, x 2
 
 
 def test_the_scripts_call_commands_a_client_never_needs_to_send_for_an_idle_pass() -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from xjobs.clock import Clock
 from xjobs.context import Actor, run_with_context
-from xjobs.driver import WAIT_FOREVER_MS, ClaimedJob, JobDriver, Nack, Outcome
+from xjobs.driver import WAIT_FOREVER_MS, Claim, ClaimedJob, JobDriver, Nack, Outcome
 from xjobs.errors import (
     DrainingError,
     JobCancelledError,
@@ -113,8 +114,11 @@ async def execute_job(
     refusal: XJobsError | None = None,
     steps: StepStore | None = None,
     events: EventBus | None = None,
+    ack: Callable[[Claim], Awaitable[bool]] | None = None,
 ) -> Execution:
     """Run one claimed job to its settle; a `refusal` fails the attempt without running the body.
+
+    `ack` lands a completion (a worker's `AckBatcher.ack`); by default `driver.ack`.
 
     Never raises for the job's own failure.
     """
@@ -158,7 +162,15 @@ async def execute_job(
         await _flush(progress, job)
         return await _park(handle, job, error, driver=driver, events=events, clock=clock)
     return await _settle(
-        handle, job, error, tenant, driver=driver, clock=clock, progress=progress, hooks=hooks
+        handle,
+        job,
+        error,
+        tenant,
+        driver=driver,
+        ack=ack or driver.ack,
+        clock=clock,
+        progress=progress,
+        hooks=hooks,
     )
 
 
@@ -202,6 +214,7 @@ async def _settle(
     tenant: str | None,
     *,
     driver: JobDriver,
+    ack: Callable[[Claim], Awaitable[bool]],
     clock: Clock,
     progress: ProgressThrottle,
     hooks: tuple[SettledHook, ...],
@@ -213,7 +226,7 @@ async def _settle(
         return Execution(outcome, landed=False, error=describe_error(error))
     await _flush(progress, job)
     if error is None:
-        landed = await driver.ack(claim)
+        landed = await ack(claim)
         outcome, text, nack = "completed", None, None
     else:
         nack, outcome = _nack_for(job, handle, error, clock.now_ms())

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from xjobs.ack_batch import AckBatcher
 from xjobs.backend import Backend
 from xjobs.clock import Clock
 from xjobs.driver import ClaimedJob, ClaimOptions, Nack
@@ -64,6 +65,7 @@ class Worker:
             hooks=hooks,
             lease_ms=options.lease_ms,
             heartbeat_ms=options.heartbeat_ms,
+            acks=AckBatcher(backend.jobs),
         )
         self._state: State = "new"
         self._accepting = False

@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from xjobs.ack_batch import AckBatcher
 from xjobs.backend import Backend
 from xjobs.clock import Clock
 from xjobs.driver import LAPSED_ON_FINAL_ATTEMPT, BuriedJob, ClaimedJob, Nack, Outcome
@@ -32,6 +33,7 @@ class RunWiring:
     hooks: tuple[SettledHook, ...]
     lease_ms: int
     heartbeat_ms: int
+    acks: AckBatcher
 
     def hooks_for(self, handle: JobHandle[Any] | None) -> tuple[SettledHook, ...]:
         if handle is not None and handle.on_settled is not None:
@@ -84,6 +86,7 @@ async def run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) -> 
             refusal=admission.error,
             steps=wiring.backend.steps,
             events=wiring.backend.events,
+            ack=wiring.acks.ack,
         )
     finally:
         keeper.stop()

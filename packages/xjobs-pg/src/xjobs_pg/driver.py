@@ -30,7 +30,7 @@ from xjobs.errors import (
 )
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor
-from xjobs_pg.rows import buried_job, claimed_job, job_record
+from xjobs_pg.rows import buried_job, claimed_job, job_record, new_job_columns
 from xjobs_pg.wake_slots import WakeSlots
 
 TERMINAL_NACKS = frozenset({"dead", "fail"})
@@ -53,11 +53,13 @@ class PostgresJobDriver:
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         if not jobs:
             return []
-        results: dict[int, EnqueueResult] = {}
-        pending = list(enumerate(jobs))
-        # A live row that finished between the conflict and the lookup leaves a row unanswered:
-        # it is inserted again, once (enqueue inserts at most twice).
+        results = await self._enqueue_fresh(jobs)
+        pending = [(index, job) for index, job in enumerate(jobs) if index not in results]
+        # A row the fast path did not insert is asked again, and a live row that finished between
+        # the conflict and the lookup leaves it unanswered: it is asked once more.
         for _ in range(2):
+            if not pending:
+                break
             answered = await self._enqueue_once([job for _, job in pending])
             left: list[tuple[int, NewJob]] = []
             for (index, job), result in zip(pending, answered, strict=True):
@@ -66,37 +68,38 @@ class PostgresJobDriver:
                 else:
                     results[index] = result
             pending = left
-            if not pending:
-                break
         if pending:
             raise BackendError(f"enqueue could not place job {pending[0][1].id} after two inserts")
         return [results[i] for i in range(len(jobs))]
 
-    async def _enqueue_once(self, jobs: Sequence[NewJob]) -> list[EnqueueResult | None]:
+    async def _enqueue_fresh(self, jobs: Sequence[NewJob]) -> dict[int, EnqueueResult]:
+        """Insert the rows whose id and namespace are new, in one statement: index -> result."""
+        try:
+            rows = await self._x.pool.fetch(self._x.sql["enqueue_fresh"], *self._enqueue_args(jobs))
+        except asyncpg.UniqueViolationError:
+            return {}  # a publisher raced an id: `enqueue` answers the rows that won
+        except Exception as exc:
+            raise interpret_error(exc) from exc
+        return {
+            row["ord"] - 1: EnqueueResult(str(row["id"]), str(row["run_id"]), deduped=False)
+            for row in rows
+        }
+
+    def _enqueue_args(self, jobs: Sequence[NewJob]) -> tuple[object, ...]:
+        """The parameters both enqueue statements take: the columns as arrays, now, the wake."""
         now = self._x.now()
         due_by = now if now is not None else time.time_ns() // 1_000_000
         queues = sorted({j.queue for j in jobs if j.run_at_ms is None or j.run_at_ms <= due_by})
-        wake = self._wake.take(queues)
-        args = (
-            [job.id for job in jobs],
-            [job.run_id for job in jobs],
-            [job.name for job in jobs],
-            [job.queue for job in jobs],
-            [job.tenant_id for job in jobs],
-            [job.idempotency_key for job in jobs],
-            [job.payload for job in jobs],
-            [job.priority for job in jobs],
-            [job.run_at_ms for job in jobs],
-            [job.max_attempts for job in jobs],
-            [job.dead_letter for job in jobs],
-            [job.enqueued_by for job in jobs],
-            [job.traceparent for job in jobs],
+        return (
+            *(list(column) for column in zip(*map(new_job_columns, jobs), strict=True)),
             now,
-            wake,
+            self._wake.take(queues),
             self._wake.channel,
         )
+
+    async def _enqueue_once(self, jobs: Sequence[NewJob]) -> list[EnqueueResult | None]:
         try:
-            rows = await self._x.pool.fetch(self._x.sql["enqueue"], *args)
+            rows = await self._x.pool.fetch(self._x.sql["enqueue"], *self._enqueue_args(jobs))
         except asyncpg.UniqueViolationError:
             # Two publishers raced one id: the second insert of that id answers on the retry.
             return [None] * len(jobs)
@@ -132,6 +135,17 @@ class PostgresJobDriver:
     async def ack(self, claim: Claim) -> bool:
         now = self._x.now()
         return await self._x.execute("ack", now, claim.job_id, claim.worker_id, claim.claims) == 1
+
+    async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:
+        rows = await self._x.fetch(
+            "ack_many",
+            self._x.now(),
+            [claim.job_id for claim in claims],
+            [claim.worker_id for claim in claims],
+            [claim.claims for claim in claims],
+        )
+        landed = {(str(row["id"]), row["claims"]) for row in rows}
+        return [(claim.job_id, claim.claims) in landed for claim in claims]
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
         writes_error = nack.kind != "shed" and nack.error is not None

@@ -14,6 +14,7 @@ from xjobs.errors import BackendError, BackendUnavailableError
 from xjobs.stores import TaskFire
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor
+from xjobs_pg.rows import new_job_columns
 from xjobs_pg.sql import Statements
 from xjobs_pg.wake_slots import WakeSlots
 
@@ -50,19 +51,7 @@ class PostgresSchedulerState:
             task,
             previous_ms,
             occurrence_ms,
-            job.id,
-            job.run_id,
-            job.name,
-            job.queue,
-            job.tenant_id,
-            job.idempotency_key,
-            job.payload,
-            job.priority,
-            job.run_at_ms,
-            job.max_attempts,
-            job.dead_letter,
-            job.enqueued_by,
-            job.traceparent,
+            *new_job_columns(job),
             self._wake.take([job.queue] if due else []),
             self._wake.channel,
         )

@@ -1,4 +1,4 @@
-"""Opening a Redis `Backend`: the client, the scripts loaded once, the stores (no wake yet)."""
+"""Opening a Redis `Backend`: the client, the scripts loaded once, the stores and the wake."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
-from redis.backoff import EqualJitterBackoff
+from redis.backoff import EqualJitterBackoff, NoBackoff
 
-from xjobs.backend import Backend
+from xjobs.backend import Backend, WakeSource
 from xjobs.clock import Clock, SystemClock
 from xjobs.errors import SchemaInvalidError
 from xjobs_redis.driver import RedisJobDriver
@@ -20,6 +20,7 @@ from xjobs_redis.keys import DEFAULT_PREFIX, Keys, validate_prefix
 from xjobs_redis.leases import RedisLeaseStore
 from xjobs_redis.scheduler import RedisLeader, RedisSchedulerState
 from xjobs_redis.steps import RedisStepStore
+from xjobs_redis.wake import WakeSubscriber
 from xjobs_redis.workers import RedisWorkerRegistry
 
 # Re-dial for 1.1 to 2.2 s in all before a call is `XJOBS_BACKEND_UNAVAILABLE`: long enough for
@@ -81,7 +82,14 @@ async def open_backend(
         await client.aclose()
         raise
 
+    def dial() -> Redis:
+        return Redis.from_url(plain, **{**settings, "retry": Retry(NoBackoff(), 0)})
+
+    source = WakeSource(activate=lambda: subscriber.start())
+    subscriber = WakeSubscriber(client, dial, keys.wake_channel(), source)
+
     async def close() -> None:
+        await subscriber.close()
         await client.aclose()
 
     return Backend(
@@ -95,6 +103,6 @@ async def open_backend(
         events=RedisEventBus(executor, keys),
         scheduler=RedisSchedulerState(executor, keys),
         leader=RedisLeader(executor, keys),
-        wake=None,  # no proven cross-process wake on Redis yet: the worker's poll is the guarantee
+        wake=source,
         on_close=close,
     )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from functools import partial
+
+from redis.asyncio.client import Pipeline
 
 from xjobs.driver import (
     FINISHED_STATES,
@@ -57,12 +61,26 @@ class RedisJobDriver:
             keys = [k.ready(queue), k.delayed(queue), k.live(queue)]
             keys += [k.job(queue, jobs[i].id) for i in indexes]
             calls.append(Call("enqueue", keys, [self._x.now(), *(rows[i] for i in indexes)]))
+        calls += self._wakes(jobs, by_queue)
         replies = await self._x.batch(calls)
         results: list[EnqueueResult | None] = [None] * len(jobs)
-        for indexes, reply in zip(by_queue.values(), replies[1:], strict=True):
+        answers = replies[1 : 1 + len(by_queue)]
+        for indexes, reply in zip(by_queue.values(), answers, strict=True):
             for index, (job_id, run_id, inserted) in zip(indexes, reply, strict=True):
                 results[index] = EnqueueResult(str(job_id), str(run_id), deduped=inserted != 1)
         return [result for result in results if result is not None]
+
+    def _wakes(self, jobs: Sequence[NewJob], by_queue: dict[str, list[int]]) -> list[Command]:
+        """A PUBLISH of each queue that gets a row due now, sent in the enqueue's round trip."""
+        now = self._x.now()
+        due_by = int(now) if now else time.time_ns() // 1_000_000
+        channel = self._k.wake_channel()
+        due = [
+            queue
+            for queue, indexes in by_queue.items()
+            if any((jobs[i].run_at_ms or 0) <= due_by for i in indexes)
+        ]
+        return [partial(_publish, channel, queue) for queue in sorted(due)]
 
     async def claim(self, options: ClaimOptions) -> ClaimResult:
         return await self._claim(options)
@@ -196,3 +214,7 @@ class RedisJobDriver:
             if reply:
                 return job_record({str(f): str(v) for f, v in dict(reply).items()})
         return None
+
+
+def _publish(channel: str, queue: str, pipe: Pipeline) -> object:
+    return pipe.publish(channel, queue)

@@ -86,6 +86,10 @@ class Keys:
         """SET of every queue name that was ever enqueued into."""
         return f"{self._global}:queues"
 
+    def wake_channel(self) -> str:
+        """The pub/sub channel an enqueue of a due row publishes its queue name on."""
+        return f"{self._global}:wake"
+
     def workers(self) -> str:
         """ZSET of worker ids: score the row's expiry."""
         return f"{self._global}:workers"

@@ -222,6 +222,9 @@ class MemoryJobDriver:
         self._touch(row, now)
         return True
 
+    async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:
+        return [await self.ack(claim) for claim in claims]
+
     async def nack(self, claim: Claim, nack: Nack) -> bool:
         row = self._fenced(claim)
         if row is None:

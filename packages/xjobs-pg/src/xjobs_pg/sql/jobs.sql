@@ -1,3 +1,46 @@
+-- name: enqueue_fresh
+-- The fast path of every enqueue: insert each input row whose id and live namespace are both new,
+-- in input order, and answer the ordinals that landed (the first, for an id given twice). A row with no answer
+-- is asked again through `enqueue`, which answers the job holding its id or namespace. The wake
+-- is sent for the queues the caller asks to wake ($15) that got a row due now.
+with params as (
+    select coalesce($14::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
+),
+input as (
+    select t.id, t.run_id, t.name, t.queue, t.tenant_id, t.idempotency_key, t.payload, t.priority,
+           t.run_at_ms, t.max_attempts, t.dead_letter, t.enqueued_by, t.traceparent, t.ord, p.now_ms
+    from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                $8::int[], $9::bigint[], $10::int[], $11::bool[], $12::text[], $13::text[])
+         with ordinality as t(id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
+                              run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent, ord)
+    cross join params p
+),
+inserted as (
+    insert into {schema}.jobs (id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
+                               run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent,
+                               created_at_ms, updated_at_ms)
+    select i.id, i.run_id, i.name, i.queue, i.tenant_id, i.idempotency_key, i.payload::jsonb, i.priority,
+           coalesce(i.run_at_ms, i.now_ms), i.max_attempts, i.dead_letter, i.enqueued_by, i.traceparent,
+           i.now_ms, i.now_ms
+    from input i
+    where not exists (select 1 from {schema}.jobs existing where existing.id = i.id)
+    order by i.ord
+    on conflict (name, coalesce(tenant_id, ''), idempotency_key)
+        where state in ('ready', 'running', 'waiting')
+        do nothing
+    returning id, run_id, queue, run_at_ms
+),
+woken as (
+    select pg_notify($16, w.queue)
+    from (select distinct ins.queue
+          from inserted ins, params p
+          where ins.run_at_ms <= p.now_ms and ins.queue = any($15::text[])) w
+)
+select min(i.ord) as ord, ins.id, ins.run_id, (select count(*) from woken) as woken
+from inserted ins
+join input i on i.id = ins.id
+group by ins.id, ins.run_id;
+
 -- name: enqueue
 -- Inserts each row unless its id already names a job (a repeated publish) or a live row holds
 -- its namespace, and answers per input row the job it landed on. The conflict target spells the

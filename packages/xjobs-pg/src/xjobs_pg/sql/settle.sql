@@ -8,6 +8,16 @@ set state = 'completed', lease_until_ms = null,
     updated_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
 where id = $2 and state = 'running' and claimed_by = $3 and claims = $4;
 
+-- name: ack_many
+-- The ack of many runs in one statement: each row is fenced on its own claim ($2, $3, $4 are
+-- parallel arrays of job id, worker and claim count), and answers the (id, claims) pairs that landed.
+update {schema}.jobs j
+set state = 'completed', lease_until_ms = null, finished_at_ms = p.now_ms, updated_at_ms = p.now_ms
+from (select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms) p,
+     unnest($2::uuid[], $3::text[], $4::int[]) as c(id, worker_id, claims)
+where j.id = c.id and j.state = 'running' and j.claimed_by = c.worker_id and j.claims = c.claims
+returning j.id, j.claims;
+
 -- name: nack
 -- $5 the next state, $6 run_at (null keeps now), $7 one when the attempt is handed back,
 -- $8 whether last_error is written, $9 the error, $10 whether the state is terminal.

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from xjobs.ack_batch import BatchAck
 from xjobs.driver import Claim, Nack
 
 if TYPE_CHECKING:
@@ -25,6 +26,13 @@ async def _ack(jobs: JobDriver, claim: Claim) -> bool:
     return await jobs.ack(claim)
 
 
+async def _ack_many(jobs: JobDriver, claim: Claim) -> bool:
+    if not isinstance(jobs, BatchAck):
+        pytest.skip("the driver has no ack_many: a worker acks one run at a time")
+    (landed,) = await jobs.ack_many([claim])
+    return landed
+
+
 async def _nack(jobs: JobDriver, claim: Claim) -> bool:
     return await jobs.nack(claim, Nack(kind="retry", error="boom"))
 
@@ -39,8 +47,8 @@ async def _record_progress(jobs: JobDriver, claim: Claim) -> bool:
 
 each_fenced_write = pytest.mark.parametrize(
     "write",
-    [_ack, _nack, _heartbeat, _record_progress],
-    ids=["ack", "nack", "heartbeat", "record_progress"],
+    [_ack, _ack_many, _nack, _heartbeat, _record_progress],
+    ids=["ack", "ack_many", "nack", "heartbeat", "record_progress"],
 )
 
 
@@ -162,6 +170,21 @@ class TestAck:
         await parity.backend.jobs.ack(claimed.claim)
         parity.clock.advance(LEASE_MS + 1)
         assert (await parity.claim(worker_id="worker-b")).jobs == ()
+
+
+class TestAckMany:
+    async def test_each_claim_answers_for_itself(self, parity: ParityEnv) -> None:
+        """Rule: a batched ack fences every claim on its own; a miss leaves its row, the rest land."""
+        jobs = parity.backend.jobs
+        if not isinstance(jobs, BatchAck):
+            pytest.skip("the driver has no ack_many: a worker acks one run at a time")
+        for _ in range(3):
+            await parity.enqueue()
+        first, second, third = (await parity.claim(worker_id="worker-a", lease_ms=LEASE_MS)).jobs
+        intruder = Claim(job_id=second.id, worker_id="worker-b", claims=second.claims)
+        landed = await jobs.ack_many([first.claim, intruder, third.claim])
+        states = [(await parity.record(j.id)).state for j in (first, second, third)]
+        assert (landed, states) == ([True, False, True], ["completed", "running", "completed"])
 
 
 class TestHeartbeat:

@@ -1,0 +1,1 @@
+"""The xjobs benchmark: workloads W1–W8 of performance.md on xjobs, the peer libraries and the raw ceilings."""

@@ -1,0 +1,1 @@
+"""One adapter per benchmarked library, each behind `bench.contender.Contender`."""

@@ -1,0 +1,77 @@
+"""One contender's share of a run, in a process of its own: `python -m bench.child SPEC_JSON`.
+
+Prints one JSON line: the library's version and, per workload, its figures, `unsupported` or `error`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import traceback
+from typing import Any
+
+from bench import workloads
+from bench.contender import Target, Unsupported, load, opened
+from bench.counting import PostgresStatements, RedisCommands
+from bench.workloads import Figures, Plan
+
+
+async def idle_cost(contender: Any, counter: Any, warm_s: float, window_s: float) -> Figures:
+    """W5: statements (Postgres) or commands clients sent (Redis) per minute of an idle
+    deployment, after a warm-up; on Redis also every command executed, scripts' own included."""
+    async with contender.idle():
+        await asyncio.sleep(warm_s)
+        before = await counter.count()
+        if isinstance(counter, RedisCommands):
+            sent = await counter.sent_in(window_s)
+            executed = await counter.count() - before - 1  # the MONITOR call itself
+            return {
+                "per_minute": sent * 60.0 / window_s,
+                "executed_per_minute": executed * 60.0 / window_s,
+            }
+        await asyncio.sleep(window_s)
+        after = await counter.count()
+    return {"per_minute": (after - before) * 60.0 / window_s}
+
+
+async def main(spec: dict[str, Any]) -> dict[str, Any]:
+    contender = load(spec["contender"])
+    target = Target(contender.engine, spec["url"])
+    plan = Plan(tuple(spec["workloads"]), spec["n"], spec["fill"], spec["w7_jobs"], spec["w8_runs"])
+    counter: Any = None
+    if contender.engine == "postgres":
+        counter = PostgresStatements(spec["admin_url"], spec["database"])
+    elif contender.engine == "redis":
+        counter = RedisCommands(spec["url"])
+    runs: dict[str, Any] = {
+        "W1": lambda: workloads.w1(contender, plan),
+        "W2": lambda: workloads.w2(contender, plan),
+        "W3c10": lambda: workloads.w3(contender, plan, 10),
+        "W3c100": lambda: workloads.w3(contender, plan, 100),
+        "W4": lambda: workloads.w4(contender, plan),
+        "W5": lambda: idle_cost(contender, counter, spec["warm_s"], spec["idle_s"]),
+        "W6": lambda: workloads.w6(contender, plan),
+        "W7": lambda: workloads.w7(contender, plan, counter.used_memory),
+        "W8": lambda: workloads.w8(contender, plan),
+    }
+    results: dict[str, Any] = {}
+    async with opened(contender, target):
+        for name in plan.workloads:
+            try:
+                if counter is None and name in ("W5", "W7"):
+                    raise Unsupported("no server to count on")
+                results[name] = await runs[name]()
+            except Unsupported as exc:
+                results[name] = {"unsupported": str(exc)}
+            except Exception as exc:
+                traceback.print_exc(file=sys.stderr)
+                results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        version = contender.version()
+    return {"version": version, "results": results}
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING)
+    print(json.dumps(asyncio.run(main(json.loads(sys.argv[1])))))

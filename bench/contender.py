@@ -1,0 +1,118 @@
+"""The small interface every benchmarked library implements, and the registry of adapters."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+Engine = Literal["memory", "postgres", "redis"]
+
+
+class Unsupported(Exception):
+    """The library has no such operation; the report shows `none` for the workload."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a contender keeps its jobs: a database of its own (Postgres) or a logical db (Redis)."""
+
+    engine: Engine
+    url: str
+
+
+class Contender:
+    """One library on one engine. A job body must call `bench.probe.probe.ran(i, sent_at)` first.
+
+    Every method is driven by `bench.workloads`; an operation the library lacks raises `Unsupported`.
+    """
+
+    library: ClassVar[str]
+    engine: ClassVar[Engine]
+    queue: ClassVar[str] = "bench"
+
+    def version(self) -> str:
+        """The version of the library under test (`importlib.metadata.version`)."""
+        raise NotImplementedError
+
+    async def open(self, target: Target) -> None:
+        """Connect and install the library's schema into `target` (an empty database / db)."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Release every connection."""
+        raise NotImplementedError
+
+    async def reset(self) -> None:
+        """Remove every job, so the next workload starts on empty storage."""
+        raise NotImplementedError
+
+    async def enqueue(self, i: int, sent_at: float) -> None:
+        """Enqueue one job carrying `i` and `sent_at`, in one library call."""
+        raise NotImplementedError
+
+    async def enqueue_bulk(self, items: Sequence[tuple[int, float]]) -> None:
+        """Enqueue every item in one bulk call of the library."""
+        raise Unsupported("no bulk enqueue")
+
+    def worker(self, concurrency: int) -> contextlib.AbstractAsyncContextManager[None]:
+        """A worker running in this process for the body of the `async with`, `concurrency` jobs at once."""
+        raise NotImplementedError
+
+    def idle(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """W5: what a deployment leaves running with nothing to do (by default one worker)."""
+        return self.worker(10)
+
+    async def unfinished(self) -> int:
+        """How many due jobs are not yet settled as completed (W6's rows a day ahead don't count)."""
+        raise NotImplementedError
+
+    async def fill(self, n: int) -> None:
+        """W6: add `n` rows that are not runnable — half completed, half delayed by a day — in one
+        bulk statement (never n calls)."""
+        raise Unsupported("no table to fill")
+
+    async def explain_claim(self) -> str:
+        """W6: the `explain` plan of the library's claim statement, on the filled table."""
+        raise Unsupported("no claim statement")
+
+
+ADAPTERS: dict[str, tuple[Engine, str]] = {
+    # contender name -> its engine, and the `module:Class` of its Contender subclass
+    "xjobs-memory": ("memory", "bench.adapters.xjobs_adapter:XJobsMemory"),
+    "xjobs-pg": ("postgres", "bench.adapters.xjobs_adapter:XJobsPostgres"),
+    "xjobs-redis": ("redis", "bench.adapters.xjobs_adapter:XJobsRedis"),
+    "ceiling-memory": ("memory", "bench.adapters.ceiling_memory:CeilingMemory"),
+    "ceiling-pg": ("postgres", "bench.adapters.ceiling_pg:CeilingPostgres"),
+    "ceiling-redis": ("redis", "bench.adapters.ceiling_redis:CeilingRedis"),
+    "procrastinate": ("postgres", "bench.adapters.procrastinate_adapter:Procrastinate"),
+    "pgqueuer": ("postgres", "bench.adapters.pgqueuer_adapter:PGQueuer"),
+    "saq-pg": ("postgres", "bench.adapters.saq_adapter:SaqPostgres"),
+    "oban": ("postgres", "bench.adapters.oban_adapter:Oban"),
+    "arq": ("redis", "bench.adapters.arq_adapter:Arq"),
+    "saq-redis": ("redis", "bench.adapters.saq_adapter:SaqRedis"),
+}
+
+
+def engine_of(name: str) -> Engine:
+    """The engine a registered contender runs on, known without importing its library."""
+    return ADAPTERS[name][0]
+
+
+def load(name: str) -> Contender:
+    """A fresh contender by its registered name."""
+    module, _, attr = ADAPTERS[name][1].partition(":")
+    cls: type[Contender] = getattr(importlib.import_module(module), attr)
+    return cls()
+
+
+@contextlib.asynccontextmanager
+async def opened(contender: Contender, target: Target) -> AsyncIterator[Contender]:
+    """`contender` opened on `target` for the body, closed after."""
+    await contender.open(target)
+    try:
+        yield contender
+    finally:
+        await contender.close()

@@ -1,0 +1,75 @@
+"""Server-side counters: statements per database (pg_stat_statements), commands and memory (Redis INFO)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import asyncpg
+from redis.asyncio import Redis
+
+STATEMENTS = r"""
+select coalesce(sum(calls), 0)::bigint
+from pg_stat_statements s join pg_database d on d.oid = s.dbid
+where d.datname = $1 and s.query !~* '^\s*(begin|commit|rollback|start transaction)\b'
+"""
+ENABLE = "create extension if not exists pg_stat_statements"
+
+
+class PostgresStatements:
+    """Statements a database's clients have run, transaction control left out (BEGIN/COMMIT)."""
+
+    def __init__(self, admin_url: str, database: str) -> None:
+        self.admin_url = admin_url
+        self.database = database
+
+    async def count(self) -> int:
+        conn = await asyncpg.connect(self.admin_url)
+        try:
+            await conn.execute(ENABLE)
+            total: int = await conn.fetchval(STATEMENTS, self.database)
+        finally:
+            await conn.close()
+        return total
+
+
+class RedisCommands:
+    """Commands the Redis server has run (every client), the counter's own INFO calls left out."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def _info(self, section: str) -> dict[str, object]:
+        client = Redis.from_url(self.url)
+        try:
+            info: dict[str, object] = await client.info(section)
+        finally:
+            await client.aclose()
+        return info
+
+    async def count(self) -> int:
+        stats = await self._info("commandstats")
+        return sum(
+            int(value["calls"])  # type: ignore[index]
+            for name, value in stats.items()
+            if name not in ("cmdstat_info", "cmdstat_client|setinfo", "cmdstat_hello")
+        )
+
+    async def sent_in(self, window_s: float) -> int:
+        """Commands clients sent in the next `window_s` seconds, by MONITOR: a command a Lua
+        script runs is shown as the script's (`lua`) and is not counted, so a script call is one."""
+        client = Redis.from_url(self.url)
+        sent = 0
+        try:
+            async with client.monitor() as monitor:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(window_s):
+                        while True:
+                            command = await monitor.next_command()
+                            sent += command["client_type"] != "lua"
+        finally:
+            await client.aclose()
+        return sent
+
+    async def used_memory(self) -> int:
+        return int((await self._info("memory"))["used_memory"])  # type: ignore[call-overload]

@@ -1,0 +1,221 @@
+"""The benchmark's report: the figures table, the targets of performance.md met or not, the claim plans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.contender import engine_of
+
+ENGINES = ("memory", "postgres", "redis")
+ORDER = ("W1", "W2", "W3c10", "W3c100", "W4", "W5", "W6", "W7", "W8")
+TITLES = {
+    "W1": "W1 enqueue one by one",
+    "W2": "W2 bulk enqueue (500)",
+    "W3c10": "W3 process, c=10",
+    "W3c100": "W3 process, c=100",
+    "W4": "W4 enqueue→start latency",
+    "W5": "W5 idle worker (+ scheduler)",
+    "W6": "W6 W3 c=10 beside 1M rows",
+    "W7": "W7 Redis memory per job",
+    "W8": "W8 three-step run",
+}
+# the figure each ratio is taken of, and whether less is better
+PRIMARY = {
+    "W1": "jobs_per_s",
+    "W2": "jobs_per_s",
+    "W3c10": "jobs_per_s",
+    "W3c100": "jobs_per_s",
+    "W4": "p50_ms",
+    "W5": "per_minute",
+    "W6": "jobs_per_s",
+    "W7": "bytes_per_job",
+    "W8": "runs_per_s",
+}
+# W5: the idle budget of semantics.md — the worker's 12/min with the wake live, plus the
+# scheduler leader's 6 (statements on Postgres; on Redis, commands clients send)
+IDLE_BUDGET = {"postgres": 12 + 6, "redis": 12 * 2 + 6}  # a Redis pass: claim + presence, pipelined
+
+
+def xjobs_name(engine: str) -> str:
+    return {"memory": "xjobs-memory", "postgres": "xjobs-pg", "redis": "xjobs-redis"}[engine]
+
+
+def brief(figures: dict[str, Any]) -> str:
+    if "error" in figures:
+        return "error: " + str(figures["error"])[:300]
+    if "unsupported" in figures:
+        return "none (" + str(figures["unsupported"]) + ")"
+    parts = []
+    for key, value in figures.items():
+        if key in ("explain", "reps"):
+            continue
+        parts.append(f"{key}={value:,.1f}" if isinstance(value, float) else f"{key}={value}")
+    return " ".join(parts)
+
+
+def figure(workload: str, f: dict[str, Any], w3: dict[str, Any] | None) -> str:
+    if "error" in f:
+        return "error"
+    if "unsupported" in f:
+        return "none"
+    if workload == "W4":
+        return f"{f['p50_ms']:.1f} / {f['p99_ms']:.1f} ms"
+    if workload == "W5":
+        return f"{f['per_minute']:.0f} /min"
+    if workload == "W7":
+        return f"{f['bytes_per_job']:,.0f} B/job"
+    if workload == "W8":
+        return (
+            f"{f['runs_per_s']:,.0f} runs/s; {f['step_writes_per_run']:.1f} step writes, "
+            f"{f['step_reads_per_run']:.1f} reads per run"
+        )
+    text = f"{f['jobs_per_s']:,.0f} jobs/s"
+    if workload == "W6" and w3 and "jobs_per_s" in w3:
+        text += f" ({f['jobs_per_s'] / w3['jobs_per_s']:.2f}× W3)"
+    return text
+
+
+def _value(results: dict[str, Any], name: str, workload: str) -> float | None:
+    f = results.get(name, {}).get(workload, {})
+    value = f.get(PRIMARY[workload])
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if a is None or b is None or b == 0:
+        return ""
+    return f"{a / b:.2f}"
+
+
+def table(results: dict[str, Any]) -> list[str]:
+    lines = [
+        "| workload | backend | library | figure | ratio to xjobs | ratio to ceiling |",
+        "|---|---|---|---|---|---|",
+    ]
+    for workload in ORDER:
+        for engine in ENGINES:
+            names = [n for n in results if engine_of(n) == engine and workload in results[n]]
+            names.sort(key=lambda n: (not n.startswith("xjobs"), n.startswith("ceiling"), n))
+            for name in names:
+                f = results[name][workload]
+                value = _value(results, name, workload)
+                lines.append(
+                    f"| {TITLES[workload]} | {engine} | {name} | "
+                    f"{figure(workload, f, results[name].get('W3c10'))} | "
+                    f"{_ratio(value, _value(results, xjobs_name(engine), workload))} | "
+                    f"{_ratio(value, _value(results, 'ceiling-' + _short(engine), workload))} |"
+                )
+    return lines
+
+
+def _short(engine: str) -> str:
+    return {"memory": "memory", "postgres": "pg", "redis": "redis"}[engine]
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each target of performance.md that this run measured: the measured ratio, met or not."""
+    out: list[dict[str, Any]] = []
+
+    def add(target: str, measured: str, met: bool) -> None:
+        out.append({"target": target, "measured": measured, "met": met})
+
+    for engine, floor in (("postgres", 2.0), ("redis", 1.5)):
+        ours = xjobs_name(engine)
+        for workload in ("W1", "W2", "W3c10", "W3c100"):
+            mine = _value(results, ours, workload)
+            if mine is None:
+                continue
+            peers = {
+                n: v
+                for n in results
+                if engine_of(n) == engine
+                and not n.startswith(("xjobs", "ceiling"))
+                and (v := _value(results, n, workload)) is not None
+            }
+            if peers:
+                best = max(peers, key=lambda n: peers[n])
+                ratio = mine / peers[best]
+                add(
+                    f"{workload} {engine}: ≥ {floor}× the best peer",
+                    f"{ratio:.2f}× ({best})",
+                    ratio >= floor,
+                )
+            ceiling = _value(results, "ceiling-" + _short(engine), workload)
+            if ceiling:
+                add(
+                    f"{workload} {engine}: ≥ 0.5× the ceiling",
+                    f"{mine / ceiling:.2f}×",
+                    mine / ceiling >= 0.5,
+                )
+    for engine, (p50, p99) in (("postgres", (5.0, 25.0)), ("redis", (2.0, 10.0))):
+        f = results.get(xjobs_name(engine), {}).get("W4", {})
+        if "p50_ms" in f:
+            add(
+                f"W4 {engine}: p50 < {p50:g} ms, p99 < {p99:g} ms",
+                f"{f['p50_ms']:.1f} / {f['p99_ms']:.1f} ms",
+                f["p50_ms"] < p50 and f["p99_ms"] < p99,
+            )
+    for engine, budget in IDLE_BUDGET.items():
+        f = results.get(xjobs_name(engine), {}).get("W5", {})
+        if "per_minute" in f:
+            add(
+                f"W5 {engine}: ≤ {budget}/min idle (worker + scheduler)",
+                f"{f['per_minute']:.0f}/min",
+                f["per_minute"] <= budget,
+            )
+    w6 = _value(results, "xjobs-pg", "W6")
+    w3 = _value(results, "xjobs-pg", "W3c10")
+    if w6 is not None and w3:
+        add("W6 postgres: ≥ 0.8× W3", f"{w6 / w3:.2f}×", w6 / w3 >= 0.8)
+    w7 = _value(results, "xjobs-redis", "W7")
+    if w7 is not None:
+        add("W7 redis: < 1 KiB per small job", f"{w7:,.0f} B", w7 < 1024)
+    for engine in ENGINES:
+        f = results.get(xjobs_name(engine), {}).get("W8", {})
+        if "step_writes_per_run" in f:
+            writes, reads = f["step_writes_per_run"], f["step_reads_per_run"]
+            add(
+                f"W8 {engine}: one step write per step, ≤ one hydrate per run",
+                f"{writes:.2f} writes (3 steps), {reads:.2f} reads per run",
+                writes <= 3.0 and reads <= 1.0,
+            )
+    return out
+
+
+def markdown(data: dict[str, Any]) -> str:
+    machine = data["machine"]
+    servers = ", ".join(f"{k} {v}" for k, v in data["servers"].items())
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(data["versions"].items()))
+    settings = data["settings"]
+    lines = [
+        f"# xjobs benchmark — {data['date']}",
+        "",
+        f"Machine: {machine['nproc']} cores, Python {machine['python']}, {machine['platform']}. "
+        f"Servers: {servers}.",
+        f"Libraries: {versions}.",
+        f"Settings: n={settings['n']}, median of {settings['reps']} repetitions "
+        f"({', '.join(settings['once'])} once), W6 fill {settings['fill']:,} rows, "
+        f"W7 {settings['w7_jobs']:,} jobs, W8 {settings['w8_runs']:,} runs. "
+        "Ratios are this figure over xjobs's (or the ceiling's) on the same engine: above 1 is "
+        "faster for throughput, slower for W4 latency, costlier for W5 and W7.",
+        "",
+        *table(data["results"]),
+        "",
+    ]
+    if data["skipped"]:
+        lines += ["Not run: " + "; ".join(f"{k} ({v})" for k, v in data["skipped"].items()), ""]
+    if data.get("targets"):
+        lines += ["## Targets (performance.md)", "", "| target | measured | met |", "|---|---|---|"]
+        lines += [
+            f"| {t['target']} | {t['measured']} | {'met' if t['met'] else 'not met'} |"
+            for t in data["targets"]
+        ]
+        lines.append("")
+    plans = {
+        n: r["W6"]["explain"] for n, r in data["results"].items() if "explain" in r.get("W6", {})
+    }
+    if plans:
+        lines += ["## W6: the claim's plan beside the filled table", ""]
+        for name, plan in sorted(plans.items()):
+            lines += [f"### {name}", "", "```", plan, "```", ""]
+    return "\n".join(lines)

@@ -1,0 +1,265 @@
+"""The benchmark's entry point (`python -m bench`): start the servers, run every contender in
+alternation, write `bench/results/latest.md` and `.json`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import asyncpg
+from redis.asyncio import Redis
+
+from bench import report
+from bench.contender import ADAPTERS, engine_of, load
+
+WORKLOADS = ("W1", "W2", "W3c10", "W3c100", "W4", "W5", "W6", "W7", "W8")
+ONCE = ("W5", "W6")  # slow to set up and steady: measured in the first repetition only
+ENGINE_ONLY = {"W6": "postgres", "W7": "redis"}
+BACKENDS = ("memory", "postgres", "redis")
+CHILD_TIMEOUT_S = 3600
+RESULTS = Path(__file__).with_name("results")
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument(
+        "--workloads",
+        default=",".join(WORKLOADS),
+        help="comma list of W1…W8 (W3 runs c=10 and c=100)",
+    )
+    parser.add_argument(
+        "--backends", default=",".join(BACKENDS), help="comma list of memory, postgres, redis"
+    )
+    parser.add_argument(
+        "--libraries",
+        default="",
+        help="comma list of contenders (default: all): " + ", ".join(ADAPTERS),
+    )
+    parser.add_argument("-n", "--n", type=int, default=2000, help="jobs per W1/W2/W3/W6 run")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions; the median is reported")
+    parser.add_argument("--fill", type=int, default=1_000_000, help="W6: other rows in the table")
+    parser.add_argument("--w7-jobs", type=int, default=100_000, help="W7: stored jobs on Redis")
+    parser.add_argument("--w8-runs", type=int, default=1000, help="W8: three-step runs")
+    parser.add_argument(
+        "--idle-seconds", type=float, default=15.0, help="W5: the counted idle window"
+    )
+    parser.add_argument(
+        "--warm-seconds", type=float, default=6.0, help="W5: idle time before counting"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help="where latest.md and latest.json go"
+    )
+    args = parser.parse_args(argv)
+    chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    args.workloads = [
+        w for w in WORKLOADS if w in chosen or (w.startswith("W3") and "W3" in chosen)
+    ]
+    unknown = set(chosen) - set(WORKLOADS) - {"W3"}
+    if unknown:
+        parser.error(f"unknown workloads: {sorted(unknown)}")
+    args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if set(args.backends) - set(BACKENDS):
+        parser.error(f"unknown backends: {sorted(set(args.backends) - set(BACKENDS))}")
+    names = [n.strip() for n in args.libraries.split(",") if n.strip()] or list(ADAPTERS)
+    if set(names) - set(ADAPTERS):
+        parser.error(f"unknown libraries: {sorted(set(names) - set(ADAPTERS))}")
+    args.libraries = names
+    return args
+
+
+def applicable(name: str, workloads: list[str]) -> list[str]:
+    engine = engine_of(name)
+    out = [w for w in workloads if ENGINE_ONLY.get(w, engine) == engine]
+    if engine == "memory" or name.startswith("ceiling"):
+        out = [w for w in out if w != "W5"]  # no server to count on; a ceiling does not idle
+    if not name.startswith("xjobs"):
+        out = [w for w in out if w != "W8"]
+    return out
+
+
+def importable(name: str) -> str | None:
+    """None when the contender's library imports in this venv, else why not."""
+    try:
+        load(name)
+    except ImportError as exc:
+        return f"not installed: {exc}"
+    return None
+
+
+class Servers:
+    """The servers of the run, started through the test fixtures; a scratch target per contender."""
+
+    def __init__(self, backends: list[str]) -> None:
+        self.postgres = self.redis = ""
+        if "postgres" in backends:
+            from xjobs_pg.servers import postgres_url
+
+            self.postgres = postgres_url()
+        if "redis" in backends:
+            from xjobs_redis.servers import redis_url
+
+            self.redis = redis_url()
+
+    async def target(self, name: str, engine: str, index: int) -> dict[str, str]:
+        if engine == "memory":
+            return {"url": "memory://"}
+        if engine == "redis":
+            url = urlsplit(self.redis)._replace(path=f"/{index}").geturl()
+            client = Redis.from_url(url)
+            try:
+                await client.flushdb()
+            finally:
+                await client.aclose()
+            return {"url": url}
+        database = "bench_" + name.replace("-", "_")  # from the registry's names: [a-z_]
+        assert database.replace("_", "").isalnum()
+        conn = await asyncpg.connect(self.postgres)
+        try:
+            await conn.execute(f'drop database if exists "{database}" with (force)')
+            await conn.execute(f'create database "{database}"')
+        finally:
+            await conn.close()
+        url = urlsplit(self.postgres)._replace(path=f"/{database}").geturl()
+        return {"url": url, "admin_url": self.postgres, "database": database}
+
+    async def versions(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        if self.postgres:
+            conn = await asyncpg.connect(self.postgres)
+            try:
+                found["postgres"] = await conn.fetchval("show server_version")
+                found["postgres fsync"] = await conn.fetchval("show fsync")
+            finally:
+                await conn.close()
+        if self.redis:
+            client = Redis.from_url(self.redis)
+            try:
+                found["redis"] = str((await client.info("server"))["redis_version"])
+            finally:
+                await client.aclose()
+        return found
+
+
+def run_child(spec: dict[str, Any]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.child", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_S,
+        cwd=Path(__file__).parent.parent,
+        check=False,
+    )
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        return {
+            "version": "?",
+            "results": {w: {"error": " | ".join(tail)} for w in spec["workloads"]},
+        }
+    if done.stderr.strip():
+        print(done.stderr.strip()[-2000:], file=sys.stderr)
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def medians(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median of each numeric figure over repetitions; the first text figure (a plan) kept."""
+    failed = [s for s in samples if "error" in s or "unsupported" in s]
+    if failed and len(failed) == len(samples):
+        return failed[0]
+    ok = [s for s in samples if s not in failed]
+    out: dict[str, Any] = {"reps": len(ok)}
+    for key in ok[0]:
+        values = [s[key] for s in ok if key in s]
+        out[key] = statistics.median(values) if isinstance(values[0], (int, float)) else values[0]
+    return out
+
+
+async def bench(args: argparse.Namespace) -> dict[str, Any]:
+    servers = Servers(args.backends)
+    skipped: dict[str, str] = {}
+    contenders: list[str] = []
+    for name in args.libraries:
+        if engine_of(name) not in args.backends:
+            continue
+        why = importable(name)
+        if why is None:
+            contenders.append(name)
+        else:
+            skipped[name] = why
+    samples: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    versions: dict[str, str] = {}
+    for rep in range(args.reps):
+        order = contenders[rep % len(contenders) :] + contenders[: rep % len(contenders)]
+        for index, name in enumerate(order):
+            workloads = [w for w in applicable(name, args.workloads) if rep == 0 or w not in ONCE]
+            if not workloads:
+                continue
+            engine = engine_of(name)
+            spec = {
+                "contender": name,
+                "workloads": workloads,
+                "n": args.n,
+                "fill": args.fill,
+                "w7_jobs": args.w7_jobs,
+                "w8_runs": args.w8_runs,
+                "idle_s": args.idle_seconds,
+                "warm_s": args.warm_seconds,
+                **await servers.target(name, engine, 1 + contenders.index(name)),
+            }
+            print(
+                f"rep {rep + 1}/{args.reps} #{index + 1} {name}: {', '.join(workloads)}", flush=True
+            )
+            answer = run_child(spec)
+            versions[name] = answer["version"]
+            for workload, figures in answer["results"].items():
+                samples[name][workload].append(figures)
+                print(f"  {workload}: {report.brief(figures)}", flush=True)
+    results = {
+        name: {workload: medians(s) for workload, s in by_workload.items()}
+        for name, by_workload in samples.items()
+    }
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "nproc": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "servers": await servers.versions(),
+        "versions": versions,
+        "skipped": skipped,
+        "settings": {
+            "n": args.n,
+            "reps": args.reps,
+            "fill": args.fill,
+            "w7_jobs": args.w7_jobs,
+            "w8_runs": args.w8_runs,
+            "idle_seconds": args.idle_seconds,
+            "once": list(ONCE),
+        },
+        "results": results,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    data = asyncio.run(bench(args))
+    data["targets"] = report.targets(data["results"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    markdown = report.markdown(data)
+    (args.out / "latest.json").write_text(json.dumps(data, indent=2) + "\n")
+    (args.out / "latest.md").write_text(markdown)
+    print(markdown)
+    return 0

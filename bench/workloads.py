@@ -1,0 +1,140 @@
+"""The workloads W1–W8 of performance.md, each driving one `Contender` and answering its figures."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench.contender import Contender, Unsupported
+from bench.probe import probe
+
+BULK = 500
+PRELOAD_CONCURRENCY = 50  # a library without bulk enqueue is preloaded by this many calls at once
+DRAIN_TIMEOUT_S = 900.0
+LATENCY_JOBS = 200
+LATENCY_GAP_S = 0.020
+LATENCY_SETTLE_S = 2.0  # let the idle worker reach its idle state before the first enqueue
+
+Figures = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One child's work: which workloads, and their sizes."""
+
+    workloads: tuple[str, ...]
+    n: int
+    fill: int
+    w7_jobs: int
+    w8_runs: int
+
+
+def _items(n: int, start: int = 0) -> list[tuple[int, float]]:
+    now = time.time()
+    return [(i, now) for i in range(start, start + n)]
+
+
+async def preload(c: Contender, n: int, start: int = 0) -> None:
+    """Put `n` jobs in, untimed: in bulk calls where the library has them, else calls at once."""
+    items = _items(n, start)
+    try:
+        for k in range(0, n, BULK):
+            await c.enqueue_bulk(items[k : k + BULK])
+    except Unsupported:
+        for k in range(0, n, PRELOAD_CONCURRENCY):
+            chunk = items[k : k + PRELOAD_CONCURRENCY]
+            await asyncio.gather(*(c.enqueue(i, sent_at) for i, sent_at in chunk))
+
+
+async def _timed(body: Callable[[], Awaitable[None]]) -> float:
+    started = time.perf_counter()
+    await body()
+    return time.perf_counter() - started
+
+
+async def w1(c: Contender, plan: Plan) -> Figures:
+    await c.reset()
+
+    async def one_by_one() -> None:
+        for i in range(plan.n):
+            await c.enqueue(i, time.time())
+
+    return {"jobs_per_s": plan.n / await _timed(one_by_one)}
+
+
+async def w2(c: Contender, plan: Plan) -> Figures:
+    await c.reset()
+    items = _items(plan.n)
+
+    async def in_bulk() -> None:
+        for k in range(0, plan.n, BULK):
+            await c.enqueue_bulk(items[k : k + BULK])
+
+    return {"jobs_per_s": plan.n / await _timed(in_bulk)}
+
+
+async def drain(c: Contender, n: int, concurrency: int) -> float:
+    """Seconds from the worker's start until `n` jobs have run and storage shows none unfinished."""
+    probe.reset(n)
+
+    async def until_settled() -> None:
+        async with c.worker(concurrency):
+            await asyncio.wait_for(probe.done.wait(), DRAIN_TIMEOUT_S)
+            while await c.unfinished():  # noqa: ASYNC110 - storage is polled, it has no event
+                await asyncio.sleep(0.005)
+
+    return await _timed(until_settled)
+
+
+async def w3(c: Contender, plan: Plan, concurrency: int) -> Figures:
+    await c.reset()
+    await preload(c, plan.n)
+    return {"jobs_per_s": plan.n / await drain(c, plan.n, concurrency)}
+
+
+async def w4(c: Contender, plan: Plan) -> Figures:
+    await c.reset()
+    probe.reset(LATENCY_JOBS)
+    async with c.worker(10):
+        await asyncio.sleep(LATENCY_SETTLE_S)
+        for i in range(LATENCY_JOBS):
+            await c.enqueue(i, time.time())
+            await asyncio.sleep(LATENCY_GAP_S)
+        await asyncio.wait_for(probe.done.wait(), 60)
+    latencies = sorted(probe.latencies_ms)
+    cuts = statistics.quantiles(latencies, n=100, method="inclusive")
+    return {"p50_ms": statistics.median(latencies), "p99_ms": cuts[98]}
+
+
+async def w6(c: Contender, plan: Plan) -> Figures:
+    """W3 at concurrency 10 on a table holding `plan.fill` other rows; the claim's plan."""
+    await c.reset()
+    fill_s = await _timed(lambda: c.fill(plan.fill))
+    await preload(c, plan.n)
+    plan_text = await c.explain_claim()
+    return {
+        "jobs_per_s": plan.n / await drain(c, plan.n, 10),
+        "fill_s": fill_s,
+        "explain": plan_text,
+    }
+
+
+async def w7(c: Contender, plan: Plan, used_memory: Callable[[], Awaitable[int]]) -> Figures:
+    """Bytes of Redis memory per stored job, and keys per job, for `plan.w7_jobs` jobs."""
+    await c.reset()
+    before = await used_memory()
+    await preload(c, plan.w7_jobs)
+    after = await used_memory()
+    return {"bytes_per_job": (after - before) / plan.w7_jobs}
+
+
+async def w8(c: Contender, plan: Plan) -> Figures:
+    steps = getattr(c, "steps", None)
+    if steps is None:
+        raise Unsupported("no durable steps")
+    figures: Figures = await steps(plan.w8_runs)
+    return figures

@@ -1,0 +1,31 @@
+"""Job and run ids: canonical UUIDv7 text, ordered by creation time."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from xjobs.ids import new_id, new_worker_id
+
+
+def test_a_job_id_is_a_canonical_uuid7() -> None:
+    for _ in range(1000):
+        text = new_id()
+        parsed = uuid.UUID(text)
+        assert (str(parsed), parsed.version, parsed.variant) == (text, 7, uuid.RFC_4122)
+
+
+def test_job_ids_sort_by_creation_time() -> None:
+    earlier = new_id()
+    time.sleep(0.002)
+    assert earlier < new_id()
+
+
+def test_a_job_id_carries_the_epoch_milliseconds() -> None:
+    before = time.time_ns() // 1_000_000
+    stamped = uuid.UUID(new_id()).int >> 80
+    assert before <= stamped <= time.time_ns() // 1_000_000
+
+
+def test_a_worker_id_is_random() -> None:
+    assert uuid.UUID(new_worker_id()).version == 4
