@@ -14,7 +14,7 @@ from typing import Any
 
 from bench import workloads
 from bench.contender import Target, Unsupported, load, opened
-from bench.counting import PostgresStatements, RedisCommands
+from bench.counting import PostgresStatements, RedisCommands, quiesce
 from bench.workloads import Figures, Plan
 
 
@@ -52,7 +52,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         "W3c100": lambda: workloads.w3(contender, plan, 100),
         "W4": lambda: workloads.w4(contender, plan),
         "W5": lambda: idle_cost(contender, counter, spec["warm_s"], spec["idle_s"]),
-        "W6": lambda: workloads.w6(contender, plan),
+        "W6": lambda: workloads.w6(contender, plan, lambda: quiesce(spec["url"])),
         "W7": lambda: workloads.w7(contender, plan, counter.used_memory),
         "W8": lambda: workloads.w8(contender, plan),
     }

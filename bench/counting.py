@@ -1,4 +1,5 @@
-"""Server-side counters: statements per database (pg_stat_statements), commands and memory (Redis INFO)."""
+"""Server-side counters: statements per database (pg_stat_statements), commands and memory (Redis
+INFO); and the Postgres upkeep W6 waits out after its fill."""
 
 from __future__ import annotations
 
@@ -14,6 +15,17 @@ from pg_stat_statements s join pg_database d on d.oid = s.dbid
 where d.datname = $1 and s.query !~* '^\s*(begin|commit|rollback|start transaction)\b'
 """
 ENABLE = "create extension if not exists pg_stat_statements"
+
+
+async def quiesce(url: str) -> None:
+    """Vacuum, analyze and checkpoint the database at `url`, so the background work a bulk fill
+    leaves (autovacuum, dirty buffers) does not land in the measured window."""
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("vacuum (analyze)")
+        await conn.execute("checkpoint")
+    finally:
+        await conn.close()
 
 
 class PostgresStatements:
