@@ -78,23 +78,29 @@ async def w2(c: Contender, plan: Plan) -> Figures:
     return {"jobs_per_s": plan.n / await _timed(in_bulk)}
 
 
-async def drain(c: Contender, n: int, concurrency: int) -> float:
-    """Seconds from the worker's start until `n` jobs have run and storage shows none unfinished."""
+async def drain(
+    c: Contender, n: int, concurrency: int, window_s: float = DRAIN_TIMEOUT_S
+) -> tuple[int, float]:
+    """Jobs run, and seconds from the worker's start until `n` have run and storage shows none
+    unfinished — or until `window_s` has passed, whichever is first."""
     probe.reset(n)
-
-    async def until_settled() -> None:
-        async with c.worker(concurrency):
-            await asyncio.wait_for(probe.done.wait(), DRAIN_TIMEOUT_S)
+    started = time.perf_counter()
+    async with c.worker(concurrency):
+        try:
+            await asyncio.wait_for(probe.done.wait(), window_s)
             while await c.unfinished():  # noqa: ASYNC110 - storage is polled, it has no event
                 await asyncio.sleep(0.005)
-
-    return await _timed(until_settled)
+        except TimeoutError:
+            if window_s == DRAIN_TIMEOUT_S:
+                raise
+        return probe.count, time.perf_counter() - started
 
 
 async def w3(c: Contender, plan: Plan, concurrency: int) -> Figures:
     await c.reset()
     await preload(c, plan.n)
-    return {"jobs_per_s": plan.n / await drain(c, plan.n, concurrency)}
+    ran, elapsed = await drain(c, plan.n, concurrency)
+    return {"jobs_per_s": ran / elapsed}
 
 
 async def w4(c: Contender, plan: Plan) -> Figures:
@@ -119,16 +125,7 @@ async def w6(c: Contender, plan: Plan, quiesce: Callable[[], Awaitable[None]]) -
     await quiesce()
     await preload(c, plan.n)
     plan_text = await c.explain_claim()
-    probe.reset(plan.n)
-    started = time.perf_counter()
-    async with c.worker(10):
-        try:
-            await asyncio.wait_for(probe.done.wait(), W6_WINDOW_S)
-            while await c.unfinished():  # noqa: ASYNC110 - storage is polled, it has no event
-                await asyncio.sleep(0.005)
-        except TimeoutError:
-            pass
-        elapsed, ran = time.perf_counter() - started, probe.count
+    ran, elapsed = await drain(c, plan.n, 10, W6_WINDOW_S)
     return {"jobs_per_s": ran / elapsed, "ran": ran, "fill_s": fill_s, "explain": plan_text}
 
 

@@ -154,7 +154,7 @@ class XJobs(Contender):
         await app.enqueue_many(three_steps, [Numbered(i=i, sent_at=0.0) for i in range(runs)])
         self.serving = STEP_RUNS_QUEUE
         try:
-            elapsed = await drain(self, runs, 10)
+            _, elapsed = await drain(self, runs, 10)
         finally:
             self.serving = QUEUE
             app.backend.steps = counting.inner
