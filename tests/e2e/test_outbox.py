@@ -178,6 +178,25 @@ def relay_process(pg_url: str, env: dict[str, str], *extra: str) -> subprocess.P
     )
 
 
+async def started(process: subprocess.Popen[str]) -> subprocess.Popen[str]:
+    """`process` once its relay logged `jobs.relay.started`: its signal handlers are in place."""
+    assert process.stderr is not None
+    seen: list[str] = []
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while "jobs.relay.started" not in (
+                line := await asyncio.to_thread(process.stderr.readline)
+            ):
+                assert line, (
+                    f"the relay exited {process.wait()} before it started:\n{''.join(seen)}"
+                )
+                seen.append(line)
+    except TimeoutError:
+        process.kill()
+        pytest.fail(f"the relay did not start within {WAIT_S}s:\n{''.join(seen)}")
+    return process
+
+
 def stop(process: subprocess.Popen[str]) -> tuple[int, int, int]:
     """SIGTERM the relay; answers (published, deduped, lost) from its stats line."""
     process.send_signal(signal.SIGTERM)
@@ -210,7 +229,7 @@ async def test_a_relay_killed_between_publish_and_mark_runs_the_job_once(
         )
         await conn.close()
         marker = tmp_path / "published"
-        first = relay_process(pg_url, {"XJOBS_E2E_CRASH_AFTER_PUBLISH": str(marker)})
+        first = await started(relay_process(pg_url, {"XJOBS_E2E_CRASH_AFTER_PUBLISH": str(marker)}))
 
         async def published() -> bool:
             return marker.exists()
@@ -220,7 +239,7 @@ async def test_a_relay_killed_between_publish_and_mark_runs_the_job_once(
         first.communicate(timeout=WAIT_S)
         assert (await app.get_job(staged.job_id)).state == "ready"  # published ...
         assert await outbox.pending() == 1  # ... but never marked
-        second = relay_process(pg_url, {})
+        second = await started(relay_process(pg_url, {}))
 
         async def drained() -> bool:
             return await outbox.pending() == 0
@@ -241,6 +260,8 @@ async def test_two_relays_at_once_publish_each_row_once(
         outbox = app.outbox_backend.outbox
         assert outbox is not None
         relays = [relay_process(pg_url, {}, "--batch", "10") for _ in range(2)]
+        for relay in relays:  # both running before the first row is staged
+            await started(relay)
         conn = await asyncpg.connect(asyncpg_dsn(pg_url)[0])
         try:
             for start in range(0, rows, 30):  # staged while both relays run
