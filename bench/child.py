@@ -1,6 +1,7 @@
 """One contender's share of a run, in a process of its own: `python -m bench.child SPEC_JSON`.
 
-Prints one JSON line: the library's version and, per workload, its figures, `unsupported` or `error`.
+Prints one JSON line: the library's version and, per workload, its figures (`unsupported` or
+`error`) and the seconds it took.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import asyncio
 import json
 import logging
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -20,17 +22,17 @@ from bench.workloads import Figures, Plan
 
 async def idle_cost(contender: Any, counter: Any, warm_s: float, window_s: float) -> Figures:
     """W5: statements (Postgres) or commands clients sent (Redis) per minute of an idle
-    deployment, after a warm-up; on Redis also every command executed, scripts' own included."""
+    deployment, after a warm-up; on Redis also every command executed, scripts' own included.
+    Counted on the contender's own database, so idle deployments can be measured side by side."""
     async with contender.idle():
         await asyncio.sleep(warm_s)
-        before = await counter.count()
         if isinstance(counter, RedisCommands):
-            sent = await counter.sent_in(window_s)
-            executed = await counter.count() - before - 1  # the MONITOR call itself
+            sent, executed = await counter.sent_in(window_s)
             return {
                 "per_minute": sent * 60.0 / window_s,
                 "executed_per_minute": executed * 60.0 / window_s,
             }
+        before = await counter.count()
         await asyncio.sleep(window_s)
         after = await counter.count()
     return {"per_minute": (after - before) * 60.0 / window_s}
@@ -57,8 +59,10 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         "W8": lambda: workloads.w8(contender, plan),
     }
     results: dict[str, Any] = {}
+    took: dict[str, float] = {}
     async with opened(contender, target):
         for name in plan.workloads:
+            started = time.perf_counter()
             try:
                 if counter is None and name in ("W5", "W7"):
                     raise Unsupported("no server to count on")
@@ -68,8 +72,9 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
             except Exception as exc:
                 traceback.print_exc(file=sys.stderr)
                 results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            took[name] = time.perf_counter() - started
         version = contender.version()
-    return {"version": version, "results": results}
+    return {"version": version, "results": results, "took_s": took}
 
 
 if __name__ == "__main__":

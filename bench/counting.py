@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from urllib.parse import urlsplit
 
 import asyncpg
 from redis.asyncio import Redis
@@ -46,7 +47,7 @@ class PostgresStatements:
 
 
 class RedisCommands:
-    """Commands the Redis server has run (every client), the counter's own INFO calls left out."""
+    """Commands run on one logical database (MONITOR), and the server's memory (INFO)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -59,29 +60,25 @@ class RedisCommands:
             await client.aclose()
         return info
 
-    async def count(self) -> int:
-        stats = await self._info("commandstats")
-        return sum(
-            int(value["calls"])  # type: ignore[index]
-            for name, value in stats.items()
-            if name not in ("cmdstat_info", "cmdstat_client|setinfo", "cmdstat_hello")
-        )
-
-    async def sent_in(self, window_s: float) -> int:
-        """Commands clients sent in the next `window_s` seconds, by MONITOR: a command a Lua
-        script runs is shown as the script's (`lua`) and is not counted, so a script call is one."""
+    async def sent_in(self, window_s: float) -> tuple[int, int]:
+        """Commands run on this URL's logical database in the next `window_s` seconds, by
+        MONITOR: (sent by clients, executed). A command a Lua script runs is shown as the
+        script's (`lua`): it counts as executed, not as sent, so a script call is one sent."""
+        db = int(urlsplit(self.url).path.lstrip("/") or 0)
         client = Redis.from_url(self.url)
-        sent = 0
+        sent = executed = 0
         try:
             async with client.monitor() as monitor:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(window_s):
                         while True:
                             command = await monitor.next_command()
-                            sent += command["client_type"] != "lua"
+                            if int(command["db"]) == db:
+                                executed += 1
+                                sent += command["client_type"] != "lua"
         finally:
             await client.aclose()
-        return sent
+        return sent, executed
 
     async def used_memory(self) -> int:
         return int((await self._info("memory"))["used_memory"])  # type: ignore[call-overload]

@@ -182,6 +182,14 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _took(took: dict[str, float]) -> list[str]:
+    """The run's wall time and each workload's share (every contender and repetition summed)."""
+    if "run" not in took:
+        return []
+    shares = ", ".join(f"{w} {took[w]:.0f} s" for w in ORDER if w in took)
+    return [f"The run took {took['run'] / 60:.1f} minutes ({shares}; the rest is process start-up)."]
+
+
 def markdown(data: dict[str, Any]) -> str:
     machine = data["machine"]
     servers = ", ".join(f"{k} {v}" for k, v in data["servers"].items())
@@ -198,6 +206,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"W7 {settings['w7_jobs']:,} jobs, W8 {settings['w8_runs']:,} runs. "
         "Ratios are this figure over xjobs's (or the ceiling's) on the same engine: above 1 is "
         "faster for throughput, slower for W4 latency, costlier for W5 and W7.",
+        *_took(data.get("took_s", {})),
         "",
         *table(data["results"]),
         "",

@@ -10,8 +10,8 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--w7-jobs", type=int, default=100_000, help="W7: stored jobs on Redis")
     parser.add_argument("--w8-runs", type=int, default=1000, help="W8: three-step runs")
     parser.add_argument(
-        "--idle-seconds", type=float, default=15.0, help="W5: the counted idle window"
+        "--idle-seconds", type=float, default=30.0, help="W5: the counted idle window"
     )
     parser.add_argument(
         "--warm-seconds", type=float, default=6.0, help="W5: idle time before counting"
@@ -151,24 +151,28 @@ class Servers:
         return found
 
 
-def run_child(spec: dict[str, Any]) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.child", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        timeout=CHILD_TIMEOUT_S,
+async def run_child(spec: dict[str, Any]) -> dict[str, Any]:
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "bench.child", json.dumps(spec)),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         cwd=Path(__file__).parent.parent,
-        check=False,
     )
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+    try:
+        async with asyncio.timeout(CHILD_TIMEOUT_S):
+            out, err = (b.decode() for b in await process.communicate())
+    except TimeoutError:
+        process.kill()
+        out, err = "", f"the child ran past {CHILD_TIMEOUT_S} s"
+    lines = out.strip().splitlines()
+    if process.returncode != 0 or not lines:
+        tail = (err or out).strip().splitlines()[-5:]
         return {
             "version": "?",
             "results": {w: {"error": " | ".join(tail)} for w in spec["workloads"]},
         }
-    if done.stderr.strip():
-        print(done.stderr.strip()[-2000:], file=sys.stderr)
+    if err.strip():
+        print(err.strip()[-2000:], file=sys.stderr)
     result: dict[str, Any] = json.loads(lines[-1])
     return result
 
@@ -200,32 +204,51 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             skipped[name] = why
     samples: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     versions: dict[str, str] = {}
+    took: dict[str, float] = defaultdict(float)
+    started = time.perf_counter()
+    def record(name: str, answer: dict[str, Any]) -> None:
+        versions[name] = answer["version"]
+        for workload, figures in answer["results"].items():
+            samples[name][workload].append(figures)
+            seconds = answer.get("took_s", {}).get(workload, 0.0)
+            took[workload] += seconds
+            print(f"  {name} {workload} ({seconds:.1f} s): {report.brief(figures)}", flush=True)
+
+    async def spec(name: str, workloads: list[str]) -> dict[str, Any]:
+        return {
+            "contender": name,
+            "workloads": workloads,
+            "n": args.n,
+            "fill": args.fill,
+            "w7_jobs": args.w7_jobs,
+            "w8_runs": args.w8_runs,
+            "idle_s": args.idle_seconds,
+            "warm_s": args.warm_seconds,
+            **await servers.target(name, engine_of(name), 1 + contenders.index(name)),
+        }
+
+    idle = [name for name in contenders if "W5" in applicable(name, args.workloads)]
+    if idle:  # each counted on its own database: every idle deployment at once
+        print(f"W5 side by side: {', '.join(idle)}", flush=True)
+        specs = [await spec(name, ["W5"]) for name in idle]
+        phase = time.perf_counter()
+        for name, answer in zip(idle, await asyncio.gather(*map(run_child, specs)), strict=True):
+            record(name, answer)
+        took["W5"] = time.perf_counter() - phase  # side by side: the phase's wall time
     for rep in range(args.reps):
         order = contenders[rep % len(contenders) :] + contenders[: rep % len(contenders)]
         for index, name in enumerate(order):
-            workloads = [w for w in applicable(name, args.workloads) if rep == 0 or w not in ONCE]
+            workloads = [
+                w
+                for w in applicable(name, args.workloads)
+                if w != "W5" and (rep == 0 or w not in ONCE)
+            ]
             if not workloads:
                 continue
-            engine = engine_of(name)
-            spec = {
-                "contender": name,
-                "workloads": workloads,
-                "n": args.n,
-                "fill": args.fill,
-                "w7_jobs": args.w7_jobs,
-                "w8_runs": args.w8_runs,
-                "idle_s": args.idle_seconds,
-                "warm_s": args.warm_seconds,
-                **await servers.target(name, engine, 1 + contenders.index(name)),
-            }
             print(
                 f"rep {rep + 1}/{args.reps} #{index + 1} {name}: {', '.join(workloads)}", flush=True
             )
-            answer = run_child(spec)
-            versions[name] = answer["version"]
-            for workload, figures in answer["results"].items():
-                samples[name][workload].append(figures)
-                print(f"  {workload}: {report.brief(figures)}", flush=True)
+            record(name, await run_child(await spec(name, workloads)))
     results = {
         name: {workload: medians(s) for workload, s in by_workload.items()}
         for name, by_workload in samples.items()
@@ -250,6 +273,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             "once": list(ONCE),
         },
         "results": results,
+        "took_s": {"run": time.perf_counter() - started, **took},
     }
 
 

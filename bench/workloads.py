@@ -16,9 +16,9 @@ BULK = 500
 PRELOAD_CONCURRENCY = 50  # a library without bulk enqueue is preloaded by this many calls at once
 DRAIN_TIMEOUT_S = 900.0
 LATENCY_JOBS = 200
-LATENCY_GAP_S = 0.020
-LATENCY_SETTLE_S = 2.0  # let the idle worker reach its idle state before the first enqueue
-W6_WINDOW_S = 30.0  # W6 is a rate: the jobs run within this window when a claim is slow
+LATENCY_GAP_S = 0.010
+LATENCY_SETTLE_S = 1.0  # let the idle worker reach its idle state before the first enqueue
+W6_WINDOW_S = 20.0  # W6 is a rate: the jobs run within this window when a claim is slow
 
 Figures = dict[str, Any]
 

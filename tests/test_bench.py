@@ -37,11 +37,15 @@ def test_a_small_run_on_the_memory_engine_writes_the_table_and_the_json(tmp_path
     assert "W8" not in ceiling  # only xjobs has durable steps
     assert data["machine"]["nproc"] >= 1
     assert data["versions"]["xjobs-memory"]
+    took = data["took_s"]
+    assert set(took) == {"run", "W1", "W2", "W3c10", "W3c100", "W4", "W8"}
+    assert 0 < sum(v for k, v in took.items() if k != "run") < took["run"]
     markdown = (tmp_path / "latest.md").read_text()
     assert (
         "| workload | backend | library | figure | ratio to xjobs | ratio to ceiling |" in markdown
     )
     assert "| W3 process, c=10 | memory | xjobs-memory |" in markdown
+    assert "The run took " in markdown and "W4 " in markdown
     assert {"target": "W8 memory: one step write per step, ≤ one hydrate per run"}.items() <= next(
         t for t in data["targets"] if t["target"].startswith("W8 memory")
     ).items()
