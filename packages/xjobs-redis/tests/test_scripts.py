@@ -178,9 +178,10 @@ async def test_every_script_loads_and_runs_against_the_server(
     claim_args: list[Arg] = [now, 1, "w-1", 30_000, LAPSED_ON_FINAL_ATTEMPT, 1000]
     fence: list[Arg] = [now, "w-1", 1]
 
-    assert await run(
-        "enqueue", [k.ready(q), k.delayed(q), k.live(q), job], [now, _row(job_id, run_id, q)]
-    ) == [[job_id, run_id, 1]]
+    enqueue_keys = [k.ready(q), k.delayed(q), k.live(q), k.queues(), job]
+    enqueue_args: list[Arg] = [now, q, k.wake_channel(), _row(job_id, run_id, q)]
+    assert await run("enqueue", enqueue_keys, enqueue_args) == [[job_id, run_id, 1]]
+    assert await client.smembers(k.queues()) == {q}
     ((score, member),) = await run("peek", [k.ready(q), k.delayed(q), k.leased(q)], [now, 5, 10])
     assert (score >= 2 * 2**42, member) == (True, job)
     claimed, buried = await run("claim", claim_keys, claim_args)
@@ -228,7 +229,8 @@ async def _run_the_step_and_event_scripts(run: Recorder, k: Keys, now: Arg) -> N
     q, job_id, run_id = "events", new_id(), new_id()
     job = k.job(q, job_id)
     finished = [k.finished(q, s) for s in ("dead", "failed")]
-    await run("enqueue", [k.ready(q), k.delayed(q), k.live(q), job], [now, _row(job_id, run_id, q)])
+    keys = [k.ready(q), k.delayed(q), k.live(q), k.queues(), job]
+    await run("enqueue", keys, [now, q, k.wake_channel(), _row(job_id, run_id, q)])
     claim_keys = [k.ready(q), k.delayed(q), k.leased(q), k.live(q), *finished]
     await run("claim", claim_keys, [now, 1, "w-1", 30_000, LAPSED_ON_FINAL_ATTEMPT, 1000])
     record = {"status": "done", "result": "1", "error": None, "position": 0, "created_at_ms": 0}

@@ -116,6 +116,21 @@ async def test_a_delayed_job_publishes_no_wake(
 
 
 @pytest.mark.asyncio
+async def test_a_deduped_enqueue_publishes_no_wake(
+    backend: Backend, publisher: Backend, client: Redis, prefix: str
+) -> None:
+    job = new_job(queue="mail", idempotency_key="once")
+    (first,) = await publisher.jobs.enqueue([job])
+    heard = await heard_live(backend)
+    (again,) = await publisher.jobs.enqueue([new_job(queue="mail", idempotency_key="once")])
+    assert (again.deduped, again.job_id) == (True, first.job_id)
+    marker = f"marker-{secrets.token_hex(4)}"
+    await client.publish(Keys(prefix).wake_channel(), marker)
+    await until(lambda: marker in heard.wakes, "the marker")
+    assert [w for w in heard.before(marker) if w is not None] == []
+
+
+@pytest.mark.asyncio
 async def test_one_bulk_enqueue_publishes_each_due_queue_once(
     backend: Backend, publisher: Backend, client: Redis, prefix: str
 ) -> None:

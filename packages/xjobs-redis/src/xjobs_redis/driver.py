@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from functools import partial
-
-from redis.asyncio.client import Pipeline
 
 from xjobs.driver import (
     FINISHED_STATES,
@@ -27,7 +23,7 @@ from xjobs.errors import (
     JobRequeueDuplicateError,
 )
 from xjobs_redis.claim import ClaimPass
-from xjobs_redis.executor import Arg, Call, Command, Executor
+from xjobs_redis.executor import Arg, Call, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queue_of, queues, reader
 from xjobs_redis.rows import enqueue_row, flat_hash, job_record
@@ -46,7 +42,8 @@ class RedisJobDriver:
     # -- enqueue and claim --------------------------------------------------------------------
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
-        """One round trip: the queue set's SADD and one `enqueue.lua` per queue, pipelined."""
+        """One round trip: one `enqueue.lua` per queue (pipelined when there are several), each
+        adding its queue to the queue set and publishing its wake when it inserted a due row."""
         if not jobs:
             return []
         by_queue: dict[str, list[int]] = {}
@@ -54,33 +51,22 @@ class RedisJobDriver:
         for index, job in enumerate(jobs):
             by_queue.setdefault(job.queue, []).append(index)
         k = self._k
-        queues_key = k.queues()
-        names = sorted(by_queue)
-        calls: list[Call | Command] = [lambda pipe: pipe.sadd(queues_key, *names)]
+        channel = k.wake_channel()
+        calls: list[Call] = []
         for queue, indexes in by_queue.items():
-            keys = [k.ready(queue), k.delayed(queue), k.live(queue)]
+            keys = [k.ready(queue), k.delayed(queue), k.live(queue), k.queues()]
             keys += [k.job(queue, jobs[i].id) for i in indexes]
-            calls.append(Call("enqueue", keys, [self._x.now(), *(rows[i] for i in indexes)]))
-        calls += self._wakes(jobs, by_queue)
-        replies = await self._x.batch(calls)
+            args = [self._x.now(), queue, channel, *(rows[i] for i in indexes)]
+            calls.append(Call("enqueue", keys, args))
+        if len(calls) == 1:
+            replies = [await self._x.run("enqueue", calls[0].keys, calls[0].args)]
+        else:
+            replies = await self._x.batch(calls)
         results: list[EnqueueResult | None] = [None] * len(jobs)
-        answers = replies[1 : 1 + len(by_queue)]
-        for indexes, reply in zip(by_queue.values(), answers, strict=True):
+        for indexes, reply in zip(by_queue.values(), replies, strict=True):
             for index, (job_id, run_id, inserted) in zip(indexes, reply, strict=True):
                 results[index] = EnqueueResult(str(job_id), str(run_id), deduped=inserted != 1)
         return [result for result in results if result is not None]
-
-    def _wakes(self, jobs: Sequence[NewJob], by_queue: dict[str, list[int]]) -> list[Command]:
-        """A PUBLISH of each queue that gets a row due now, sent in the enqueue's round trip."""
-        now = self._x.now()
-        due_by = int(now) if now else time.time_ns() // 1_000_000
-        channel = self._k.wake_channel()
-        due = [
-            queue
-            for queue, indexes in by_queue.items()
-            if any((jobs[i].run_at_ms or 0) <= due_by for i in indexes)
-        ]
-        return [partial(_publish, channel, queue) for queue in sorted(due)]
 
     async def claim(self, options: ClaimOptions) -> ClaimResult:
         return await self._claim(options)
@@ -214,7 +200,3 @@ class RedisJobDriver:
             if reply:
                 return job_record({str(f): str(v) for f, v in dict(reply).items()})
         return None
-
-
-def _publish(channel: str, queue: str, pipe: Pipeline) -> object:
-    return pipe.publish(channel, queue)

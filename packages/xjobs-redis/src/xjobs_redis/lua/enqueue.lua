@@ -1,20 +1,34 @@
 -- enqueue: one queue's batch, row by row (lib's enqueue_row: dedupe by id, then by the live
--- namespace, else create and index), so a later row sees what an earlier one inserted.
+-- namespace, else create and index), so a later row sees what an earlier one inserted; the
+-- queue joins the queue SET, and a PUBLISH of the queue on the wake channel follows when a row
+-- inserted here is due now (a deduped or delayed row wakes nobody).
 -- KEYS[1]      ready ZSET of the queue
 -- KEYS[2]      delayed ZSET of the queue
 -- KEYS[3]      live HASH of the queue (namespace -> job key)
--- KEYS[2 + i]  the job HASH of row i (i = 2 .. #ARGV)
+-- KEYS[4]      the queue SET (every queue name)
+-- KEYS[4 + r]  the job HASH of row r (r = 1 .. #ARGV - 3)
 -- ARGV[1]      now in epoch ms, or '' for the server's clock
--- ARGV[i]      row i (i >= 2) as JSON: id, run_id, name, queue, tenant_id, idempotency_key,
+-- ARGV[2]      the queue's name
+-- ARGV[3]      the wake channel
+-- ARGV[3 + r]  row r as JSON: id, run_id, name, queue, tenant_id, idempotency_key,
 --              payload, priority, run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent
 --              (tenant_id, run_at_ms, enqueued_by and traceparent may be null)
 -- reply: one {id, run_id, inserted (1 or 0)} per row, in ARGV order
 
 local now = clock_ms(ARGV[1])
 local ready, delayed, live = KEYS[1], KEYS[2], KEYS[3]
+redis.call('SADD', KEYS[4], ARGV[2])
 
-local out = {}
-for i = 2, #ARGV do
-  out[#out + 1] = enqueue_row(KEYS[i + 2], ready, delayed, live, cjson.decode(ARGV[i]), now)
+local out, due = {}, false
+for r = 1, #ARGV - 3 do
+  local row = cjson.decode(ARGV[3 + r])
+  local reply = enqueue_row(KEYS[4 + r], ready, delayed, live, row, now)
+  if reply[3] == 1 and not (given(row.run_at_ms) and row.run_at_ms > now) then
+    due = true
+  end
+  out[#out + 1] = reply
+end
+if due then
+  redis.call('PUBLISH', ARGV[3], ARGV[2])
 end
 return out
