@@ -31,7 +31,7 @@ class Call:
     args: Sequence[Arg]
 
 
-# A plain command queued on a pipeline (a read, or the SADD beside an enqueue).
+# A plain command queued on a pipeline (a read, or the SADD beside a scheduler fire).
 Command = Callable[[Pipeline], object]
 
 

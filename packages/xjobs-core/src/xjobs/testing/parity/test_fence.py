@@ -8,6 +8,7 @@ import pytest
 
 from xjobs.ack_batch import BatchAck
 from xjobs.driver import Claim, Nack
+from xjobs.ids import new_id
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -185,6 +186,19 @@ class TestAckMany:
         landed = await jobs.ack_many([first.claim, intruder, third.claim])
         states = [(await parity.record(j.id)).state for j in (first, second, third)]
         assert (landed, states) == ([True, False, True], ["completed", "running", "completed"])
+
+    async def test_a_claim_on_no_job_misses_and_the_rest_land(self, parity: ParityEnv) -> None:
+        """Rule: a claim whose job does not exist answers False in its place; the batch lands."""
+        jobs = parity.backend.jobs
+        if not isinstance(jobs, BatchAck):
+            pytest.skip("the driver has no ack_many: a worker acks one run at a time")
+        for _ in range(2):
+            await parity.enqueue()
+        first, second = (await parity.claim(worker_id="worker-a", lease_ms=LEASE_MS)).jobs
+        ghost = Claim(job_id=new_id(), worker_id="worker-a", claims=1)
+        landed = await jobs.ack_many([ghost, first.claim, second.claim])
+        states = [(await parity.record(j.id)).state for j in (first, second)]
+        assert (landed, states) == ([False, True, True], ["completed", "completed"])
 
 
 class TestHeartbeat:
