@@ -187,7 +187,9 @@ def _took(took: dict[str, float]) -> list[str]:
     if "run" not in took:
         return []
     shares = ", ".join(f"{w} {took[w]:.0f} s" for w in ORDER if w in took)
-    return [f"The run took {took['run'] / 60:.1f} minutes ({shares}; the rest is process start-up)."]
+    return [
+        f"The run took {took['run'] / 60:.1f} minutes ({shares}; the rest is process start-up)."
+    ]
 
 
 def markdown(data: dict[str, Any]) -> str:

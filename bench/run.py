@@ -206,6 +206,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     versions: dict[str, str] = {}
     took: dict[str, float] = defaultdict(float)
     started = time.perf_counter()
+
     def record(name: str, answer: dict[str, Any]) -> None:
         versions[name] = answer["version"]
         for workload, figures in answer["results"].items():
