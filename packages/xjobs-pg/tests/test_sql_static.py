@@ -213,6 +213,14 @@ def test_the_named_statements_include_the_drivers_operations() -> None:
     assert {"enqueue", "claim", "ack", "nack", "heartbeat", "wake_probe"} <= set(names)
 
 
+def test_a_fragment_is_written_into_the_statements_that_name_it_and_is_no_statement() -> None:
+    sql = Statements(QUOTED)
+    assert not {"enqueue_input", "enqueue_woken"} & set(sql.names())
+    for name in ("enqueue", "enqueue_fresh"):
+        assert sql[name].startswith("with params as (")
+        assert "woken as (\n    select pg_notify($16, w.queue)" in sql[name]
+
+
 @pytest.mark.parametrize(("name", "sql"), rendered(), ids=[n for n, _ in rendered()])
 def test_every_statement_renders_with_the_schema_and_no_placeholder(name: str, sql: str) -> None:
     assert PLACEHOLDER.findall(sql) == []

@@ -1,4 +1,7 @@
-"""The package's SQL: `.sql` files beside this module, one `-- name:` block per statement, loaded once."""
+"""The package's SQL: `.sql` files beside this module, one `-- name:` block per statement, loaded once.
+
+A `-- fragment: x` block is text several statements share, written into them where they say `{x}`.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import re
 from functools import cache
 from importlib import resources
 
-_NAME = re.compile(r"^-- name: ([a-z_]+)\s*$", re.M)
+_BLOCK = re.compile(r"^-- (name|fragment): ([a-z_]+)\s*$", re.M)
 _COMMENT = re.compile(r"--[^\n]*")
 SQL_FILES = (
     "jobs.sql",
@@ -37,16 +40,20 @@ def split_statements(text: str) -> list[str]:
 
 @cache
 def _named() -> dict[str, str]:
-    found: dict[str, str] = {}
+    blocks: dict[str, dict[str, str]] = {"name": {}, "fragment": {}}
     for filename in SQL_FILES:
         text = read_sql(filename)
-        marks = list(_NAME.finditer(text))
+        marks = list(_BLOCK.finditer(text))
         for i, mark in enumerate(marks):
             end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
             body = strip_comments(text[mark.end() : end]).strip().rstrip(";").strip()
-            if mark.group(1) in found:
-                raise RuntimeError(f"statement {mark.group(1)!r} is named twice")
-            found[mark.group(1)] = body
+            kind, name = mark.groups()
+            if name in blocks["name"] or name in blocks["fragment"]:
+                raise RuntimeError(f"statement or fragment {name!r} is named twice")
+            blocks[kind][name] = body
+    found = blocks["name"]
+    for fragment, text in blocks["fragment"].items():
+        found = {name: body.replace("{" + fragment + "}", text) for name, body in found.items()}
     return found
 
 

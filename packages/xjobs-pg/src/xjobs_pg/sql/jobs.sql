@@ -1,8 +1,6 @@
--- name: enqueue_fresh
--- The fast path of every enqueue: insert each input row whose id and live namespace are both new,
--- in input order, and answer the ordinals that landed (the first, for an id given twice). A row with no answer
--- is asked again through `enqueue`, which answers the job holding its id or namespace. The wake
--- is sent for the queues the caller asks to wake ($15) that got a row due now.
+-- fragment: enqueue_input
+-- The opening CTEs of both enqueue statements: `params` (the driver clock now, $14) and `input`
+-- (the rows $1..$13, unnested in input order with their ordinal).
 with params as (
     select coalesce($14::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
 ),
@@ -14,7 +12,24 @@ input as (
          with ordinality as t(id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
                               run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent, ord)
     cross join params p
-),
+)
+
+-- fragment: enqueue_woken
+-- The closing CTE of both enqueue statements: a NOTIFY on $16 of each queue the caller asks to
+-- wake ($15) that got a row due now.
+woken as (
+    select pg_notify($16, w.queue)
+    from (select distinct ins.queue
+          from inserted ins, params p
+          where ins.run_at_ms <= p.now_ms and ins.queue = any($15::text[])) w
+)
+
+-- name: enqueue_fresh
+-- The fast path of every enqueue: insert each input row whose id and live namespace are both new,
+-- in input order, and answer the ordinals that landed (the first, for an id given twice). A row with no answer
+-- is asked again through `enqueue`, which answers the job holding its id or namespace. The wake
+-- is sent for the queues the caller asks to wake ($15) that got a row due now.
+{enqueue_input},
 inserted as (
     insert into {schema}.jobs (id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
                                run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent,
@@ -30,12 +45,7 @@ inserted as (
         do nothing
     returning id, run_id, queue, run_at_ms
 ),
-woken as (
-    select pg_notify($16, w.queue)
-    from (select distinct ins.queue
-          from inserted ins, params p
-          where ins.run_at_ms <= p.now_ms and ins.queue = any($15::text[])) w
-)
+{enqueue_woken}
 select min(i.ord) as ord, ins.id, ins.run_id, (select count(*) from woken) as woken
 from inserted ins
 join input i on i.id = ins.id
@@ -46,18 +56,7 @@ group by ins.id, ins.run_id;
 -- its namespace, and answers per input row the job it landed on. The conflict target spells the
 -- jobs_live_namespace expression exactly, and so does the live-row lookup. The wake is sent only
 -- for queues the caller asks to wake ($15) that got a row due now.
-with params as (
-    select coalesce($14::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
-),
-input as (
-    select t.id, t.run_id, t.name, t.queue, t.tenant_id, t.idempotency_key, t.payload, t.priority,
-           t.run_at_ms, t.max_attempts, t.dead_letter, t.enqueued_by, t.traceparent, t.ord, p.now_ms
-    from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                $8::int[], $9::bigint[], $10::int[], $11::bool[], $12::text[], $13::text[])
-         with ordinality as t(id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
-                              run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent, ord)
-    cross join params p
-),
+{enqueue_input},
 firsts as (
     select t.id, min(t.ord) as ord from input t group by t.id
 ),
@@ -77,12 +76,7 @@ inserted as (
         do nothing
     returning id, run_id, name, tenant_id, idempotency_key, queue, run_at_ms
 ),
-woken as (
-    select pg_notify($16, w.queue)
-    from (select distinct ins.queue
-          from inserted ins, params p
-          where ins.run_at_ms <= p.now_ms and ins.queue = any($15::text[])) w
-)
+{enqueue_woken}
 select i.ord,
        coalesce(ins.id, twin.id, byid.id, live.id) as id,
        coalesce(ins.run_id, twin.run_id, byid.run_id, live.run_id) as run_id,
