@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import xjobs
-from xjobs.driver import ClaimOptions
+from xjobs.contract.driver import ClaimOptions
 
 HERE = Path(__file__).parent
 TTL_S = "2"

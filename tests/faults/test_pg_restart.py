@@ -23,7 +23,7 @@ import pytest_asyncio
 from pydantic import BaseModel
 
 import xjobs
-from xjobs.backend import Backend
+from xjobs.contract.backend import Backend
 from xjobs_pg.backend import asyncpg_dsn, open_backend
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.servers import (

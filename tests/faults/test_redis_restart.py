@@ -33,8 +33,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 import xjobs
-from xjobs.backend import Backend
-from xjobs.driver import ClaimOptions, ClaimResult
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import ClaimOptions, ClaimResult
 from xjobs.errors import JobNotFoundError
 from xjobs_redis.backend import open_backend
 from xjobs_redis.servers import (

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from xjobs.plugins import reset_registry
+from xjobs.contract.plugins import reset_registry
 
 FAKE_PLUGIN_PREFIX = "fake_xjobs_plugin"
 

@@ -9,11 +9,11 @@ import pytest
 import pytest_asyncio
 
 import xjobs
-from xjobs.ack_batch import AckBatcher
-from xjobs.backend import Backend
-from xjobs.driver import Claim, ClaimedJob, ClaimOptions
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import Claim, ClaimedJob, ClaimOptions
 from xjobs.errors import BackendError
 from xjobs.memory.driver import MemoryJobDriver
+from xjobs.run.ack_batch import AckBatcher
 from xjobs.testing.rows import new_job
 
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xjobs.backoff import backoff_delay_ms
+from xjobs.declare.retry import Retry, is_final_attempt, is_terminal_error
 from xjobs.errors import InputInvalidError, KeyUnderivableError, Terminal
-from xjobs.retry import Retry, is_final_attempt, is_terminal_error
 
 # No example database: property tests leave nothing behind in the working tree.
 PROPERTY = settings(database=None, max_examples=300, deadline=None)

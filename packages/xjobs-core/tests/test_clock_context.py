@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from xjobs.clock import Clock, ManualClock, SystemClock, is_system_clock
-from xjobs.context import (
+from xjobs.actor import (
     Actor,
     current_actor,
     current_traceparent,
@@ -18,6 +17,7 @@ from xjobs.context import (
     set_traceparent,
     traceparent_for_enqueue,
 )
+from xjobs.clock import Clock, ManualClock, SystemClock, is_system_clock
 from xjobs.errors import OptionInvalidError
 
 # -- clocks ----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from xjobs import Concurrency, JobHandle, Retry, job
-from xjobs.concurrency import ResolvedConcurrency
+from xjobs.declare.concurrency import ResolvedConcurrency
 from xjobs.errors import (
     AppStateError,
     DeclarationInvalidError,

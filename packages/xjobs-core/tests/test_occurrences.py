@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from xjobs import TaskHandle, job, task
-from xjobs.catch_up import CatchUpPlan, plan_catch_up
+from xjobs.declare.occurrences import iter_after, latest_due, next_after, to_datetime, to_ms
 from xjobs.errors import OptionInvalidError
-from xjobs.occurrences import iter_after, latest_due, next_after, to_datetime, to_ms
-from xjobs.scheduler_options import resolve_scheduler_options
+from xjobs.roles.catch_up import CatchUpPlan, plan_catch_up
+from xjobs.roles.scheduler_options import resolve_scheduler_options
 
 HOUR = 3_600_000
 DAY = 24 * HOUR

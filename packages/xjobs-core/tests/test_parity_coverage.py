@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 import xjobs.testing.parity as parity_package
-from xjobs import hookspecs
-from xjobs.ack_batch import BatchAck
-from xjobs.driver import JobDriver
-from xjobs.stores import (
+from xjobs.contract import hookspecs
+from xjobs.contract.driver import JobDriver
+from xjobs.contract.stores import (
     EventBus,
     LeaderElection,
     LeaseStore,
@@ -20,9 +19,10 @@ from xjobs.stores import (
     StepStore,
     WorkerRegistry,
 )
+from xjobs.run.ack_batch import BatchAck
 
 PARITY_SOURCE = "\n".join(
-    path.read_text() for path in Path(parity_package.__file__).parent.glob("test_*.py")
+    path.read_text() for path in Path(parity_package.__file__).parent.rglob("test_*.py")
 )
 
 

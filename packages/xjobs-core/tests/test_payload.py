@@ -13,17 +13,17 @@ from pydantic import BaseModel, ValidationError
 
 import xjobs
 from xjobs import JobHandle, ManualClock, job
-from xjobs.backend import Backend
-from xjobs.context import Actor, reset_actor, run_with_context, set_actor, set_traceparent
-from xjobs.driver import ClaimOptions, EnqueueResult, JobDriver, JobRecord, NewJob
+from xjobs.actor import Actor, reset_actor, run_with_context, set_actor, set_traceparent
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import ClaimOptions, EnqueueResult, JobDriver, JobRecord, NewJob
+from xjobs.declare.job import EnqueueOptions
+from xjobs.enqueue.facade import JobsFacade
 from xjobs.errors import (
     InputInvalidError,
     KeyUnderivableError,
     OptionInvalidError,
     PayloadInvalidError,
 )
-from xjobs.facade import JobsFacade
-from xjobs.job import EnqueueOptions
 from xjobs.payload import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     check_strings,

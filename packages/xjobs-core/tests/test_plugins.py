@@ -11,9 +11,9 @@ import pluggy
 import pytest
 
 import xjobs
-from xjobs import plugins
-from xjobs.backend import Backend
-from xjobs.driver import DRIVER_API_VERSION
+from xjobs.contract import plugins
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import DRIVER_API_VERSION
 from xjobs.errors import BackendConflictError, BackendUnknownError, DriverApiMismatchError
 
 # The `fresh_plugins` fixture (conftest.py) forgets these modules after each test.
@@ -41,8 +41,8 @@ def factory_module(
         from contextlib import asynccontextmanager
 
         import xjobs
-        from xjobs.driver import DRIVER_API_VERSION
-        from xjobs.plugins import BackendFactory
+        from xjobs.contract.driver import DRIVER_API_VERSION
+        from xjobs.contract.plugins import BackendFactory
 
 
         async def open_backend(url, *, clock=None, **options):

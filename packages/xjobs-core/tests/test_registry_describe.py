@@ -11,9 +11,9 @@ import pytest
 from pydantic import BaseModel
 
 from xjobs import Concurrency, JobHandle, Retry, TaskHandle, job, task
-from xjobs.describe import describe, describe_job, describe_task
+from xjobs.declare.describe import describe, describe_job, describe_task
+from xjobs.declare.registry import Registry
 from xjobs.errors import DeclarationInvalidError, JobDuplicateError, JobNotRegisteredError
-from xjobs.registry import Registry
 
 
 class Item(BaseModel):

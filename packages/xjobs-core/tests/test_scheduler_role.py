@@ -11,10 +11,10 @@ import pytest
 from pydantic import BaseModel
 
 from xjobs import App, ManualClock, job, task
-from xjobs.driver import NewJob
+from xjobs.contract.driver import NewJob
+from xjobs.contract.stores import SchedulerState, TaskFire
 from xjobs.errors import XJobsError
 from xjobs.memory.plugin import open_backend
-from xjobs.stores import SchedulerState, TaskFire
 
 pytestmark = pytest.mark.asyncio
 

@@ -11,7 +11,13 @@ from pydantic import BaseModel
 
 from xjobs.errors import EventInvalidError, PayloadInvalidError, StepInvalidError, Terminal
 from xjobs.event_match import encode_object, json_equal, matches, validate_event_name
-from xjobs.step_codec import decode_result, encode_error, encode_result, failed, return_annotation
+from xjobs.run.step_codec import (
+    decode_result,
+    encode_error,
+    encode_result,
+    failed,
+    return_annotation,
+)
 
 
 class Receipt(BaseModel):

@@ -19,7 +19,7 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
-from xjobs.driver import LAPSED_ON_FINAL_ATTEMPT
+from xjobs.contract.driver import LAPSED_ON_FINAL_ATTEMPT
 from xjobs_pg.backend import asyncpg_dsn, open_backend
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable

@@ -27,10 +27,10 @@ import pytest_asyncio
 from pydantic import BaseModel
 
 import xjobs
-from xjobs.backend import Backend
-from xjobs.idle_backoff import CEILING_MS, CEILING_WITH_WAKE_MS
-from xjobs.scheduler_options import resolve_scheduler_options
-from xjobs.worker_options import DEFAULT_POLL_FLOOR
+from xjobs.contract.backend import Backend
+from xjobs.roles.idle_wait import CEILING_MS, CEILING_WITH_WAKE_MS
+from xjobs.roles.scheduler_options import resolve_scheduler_options
+from xjobs.roles.worker_options import DEFAULT_POLL_FLOOR
 from xjobs_pg.backend import asyncpg_dsn, open_backend
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable

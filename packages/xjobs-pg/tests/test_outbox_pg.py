@@ -17,11 +17,11 @@ import asyncpg
 import psycopg
 import pytest
 
-from xjobs.backend import Backend, WakeSource
 from xjobs.clock import ManualClock
-from xjobs.driver import EnqueueResult, NewJob
+from xjobs.contract.backend import Backend, WakeSource
+from xjobs.contract.driver import EnqueueResult, NewJob
+from xjobs.contract.stores import OUTBOX_WAKE
 from xjobs.errors import OutboxConnectionInvalidError
-from xjobs.stores import OUTBOX_WAKE
 from xjobs_pg import wake_slots
 from xjobs_pg.install import SCHEMA_VERSION
 from xjobs_pg.outbox import OUTBOX_PURGE_LIMIT, OUTBOX_RETENTION_MS, PostgresOutboxStore

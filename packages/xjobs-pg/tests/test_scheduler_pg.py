@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from xjobs.backend import Backend
 from xjobs.clock import ManualClock, SystemClock
-from xjobs.driver import NewJob
-from xjobs.stores import LeaderElection, SchedulerState, TaskFire
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import NewJob
+from xjobs.contract.stores import LeaderElection, SchedulerState, TaskFire
 from xjobs_pg import PostgresAdvisoryLeader, PostgresLeaseLeader, postgres_advisory_leader
 from xjobs_pg.install import SCHEMA_VERSION
 from xjobs_pg.scheduler import PostgresSchedulerState

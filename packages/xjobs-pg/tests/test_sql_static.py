@@ -18,7 +18,7 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
-from xjobs.backend import Backend
+from xjobs.contract.backend import Backend
 from xjobs.errors import SchemaInvalidError
 from xjobs_pg.backend import asyncpg_dsn, open_backend
 from xjobs_pg.install import SCHEMA_VERSION, ddl_statements

@@ -17,8 +17,8 @@ from contextlib import asynccontextmanager
 import asyncpg
 import pytest
 
-from xjobs.backend import Backend, WakeSource
-from xjobs.driver import NewJob
+from xjobs.contract.backend import Backend, WakeSource
+from xjobs.contract.driver import NewJob
 from xjobs_pg import wake_slots
 from xjobs_pg.driver import PostgresJobDriver
 from xjobs_pg.schema import quote_schema, wake_channel

@@ -9,8 +9,8 @@ import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
 
-from xjobs.backend import Backend
 from xjobs.clock import ManualClock, SystemClock
+from xjobs.contract.backend import Backend
 from xjobs_redis.backend import open_backend
 from xjobs_redis.servers import ServerUnavailable, redis_url, unavailable
 from xjobs_redis.testing import drop_prefix

@@ -12,9 +12,11 @@ from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 
 import xjobs
-from xjobs.backend import Backend
 from xjobs.clock import ManualClock
-from xjobs.driver import Claim, ClaimOptions, Nack, NewJob
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import Claim, ClaimOptions, Nack, NewJob
+from xjobs.contract.plugins import installed_backends
+from xjobs.contract.stores import SlotHolder
 from xjobs.errors import (
     BackendError,
     BackendUnavailableError,
@@ -23,8 +25,6 @@ from xjobs.errors import (
     SchemaInvalidError,
 )
 from xjobs.ids import new_id
-from xjobs.plugins import installed_backends
-from xjobs.stores import SlotHolder
 from xjobs.testing import rows
 from xjobs_redis.backend import open_backend, split_url
 from xjobs_redis.driver import RedisJobDriver

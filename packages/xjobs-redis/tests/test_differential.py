@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from xjobs.backend import Backend
 from xjobs.clock import ManualClock
-from xjobs.driver import Claim, ClaimOptions, Nack, NewJob, RequeueFilter
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import Claim, ClaimOptions, Nack, NewJob, RequeueFilter
 from xjobs.errors import XJobsError
 from xjobs.ids import new_id
 from xjobs.memory.plugin import test_backend as memory_backend

@@ -49,11 +49,11 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 
 import xjobs
-from xjobs.backend import Backend
-from xjobs.driver import ClaimOptions
-from xjobs.idle_backoff import CEILING_WITH_WAKE_MS
-from xjobs.stores import WorkerInfo
-from xjobs.worker_options import DEFAULT_POLL_FLOOR
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import ClaimOptions
+from xjobs.contract.stores import WorkerInfo
+from xjobs.roles.idle_wait import CEILING_WITH_WAKE_MS
+from xjobs.roles.worker_options import DEFAULT_POLL_FLOOR
 from xjobs_redis.backend import open_backend
 from xjobs_redis.servers import ServerUnavailable, redis_url, unavailable
 from xjobs_redis.testing import drop_prefix

@@ -43,7 +43,7 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 
 import xjobs
-from xjobs.backend import Backend
+from xjobs.contract.backend import Backend
 from xjobs_redis.backend import open_backend
 from xjobs_redis.keys import Keys
 from xjobs_redis.servers import ServerUnavailable, redis_url, unavailable
@@ -109,7 +109,7 @@ async def keys_under(admin: Redis, prefix: str) -> list[str]:
 # one round trip per ack), so two run side by side, in processes of their own, on a 2-core box.
 COMPLETER = """
 import asyncio, json, sys
-from xjobs.driver import ClaimOptions
+from xjobs.contract.driver import ClaimOptions
 from xjobs_redis.backend import open_backend
 
 async def main(url, prefix, queue, worker_id, batch, at_once):

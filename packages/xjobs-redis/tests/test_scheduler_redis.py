@@ -14,10 +14,10 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from xjobs import App, job, task
-from xjobs.backend import Backend
 from xjobs.clock import ManualClock
-from xjobs.driver import ClaimOptions, NewJob
-from xjobs.stores import LeaderElection, SchedulerState, TaskFire
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import ClaimOptions, NewJob
+from xjobs.contract.stores import LeaderElection, SchedulerState, TaskFire
 from xjobs.testing import rows
 from xjobs_redis.backend import open_backend
 from xjobs_redis.keys import Keys

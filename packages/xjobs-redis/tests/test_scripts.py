@@ -10,7 +10,7 @@ import pytest
 from redis.asyncio import Redis
 
 from xjobs.clock import Clock, ManualClock, SystemClock
-from xjobs.driver import LAPSED_ON_FINAL_ATTEMPT
+from xjobs.contract.driver import LAPSED_ON_FINAL_ATTEMPT
 from xjobs.ids import new_id
 from xjobs_redis.executor import Arg, Executor
 from xjobs_redis.keys import Keys

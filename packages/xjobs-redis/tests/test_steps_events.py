@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from xjobs.backend import Backend
 from xjobs.clock import ManualClock
-from xjobs.driver import WAIT_FOREVER_MS, Claim, ClaimedJob, ClaimOptions, Nack, NewJob
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import WAIT_FOREVER_MS, Claim, ClaimedJob, ClaimOptions, Nack, NewJob
+from xjobs.contract.stores import EventBus, EventWait, StepRecord, StepStore
 from xjobs.event_match import matches
 from xjobs.ids import new_id
-from xjobs.stores import EventBus, EventWait, StepRecord, StepStore
 from xjobs.testing import rows
 from xjobs_redis.keys import Keys
 

@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
 
-from xjobs.backend import Backend
+from xjobs.contract.backend import Backend
 from xjobs.testing.rows import new_job
 from xjobs_redis.backend import open_backend
 from xjobs_redis.keys import Keys

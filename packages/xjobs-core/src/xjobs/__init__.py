@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from xjobs.actor import Actor, current_actor, run_with_context
 from xjobs.app import App
-from xjobs.backend import Backend
 from xjobs.clock import Clock, ManualClock, SystemClock
-from xjobs.concurrency import Concurrency
-from xjobs.context import Actor, current_actor, run_with_context
-from xjobs.driver import (
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import (
     DRIVER_API_VERSION,
     LIVE_STATES,
     BulkResult,
@@ -16,20 +15,21 @@ from xjobs.driver import (
     JobRecord,
     RequeueFilter,
 )
+from xjobs.contract.hookspecs import hookimpl
+from xjobs.contract.plugins import BackendFactory, connect, installed_backends
+from xjobs.contract.stores import EventRecord, StepRecord, TaskFire
+from xjobs.declare.concurrency import Concurrency
+from xjobs.declare.job import JobHandle, job
+from xjobs.declare.retry import Retry
+from xjobs.declare.task import TaskHandle, task
 from xjobs.errors import StepFailedError, Terminal, XJobsError
-from xjobs.hookspecs import hookimpl
-from xjobs.job import JobHandle, job
-from xjobs.job_context import JobContext
-from xjobs.plugins import BackendFactory, connect, installed_backends
-from xjobs.relay import Relay, RelayStats
-from xjobs.retry import Retry
-from xjobs.scheduler import Scheduler, SchedulerStats
-from xjobs.settled import Settled
-from xjobs.steps import StepApi, StepSuspension
-from xjobs.stores import EventRecord, StepRecord, TaskFire
-from xjobs.task import TaskHandle, task
-from xjobs.worker import Worker
-from xjobs.worker_stats import WorkerStats
+from xjobs.roles.relay import Relay, RelayStats
+from xjobs.roles.scheduler import Scheduler, SchedulerStats
+from xjobs.roles.worker import Worker
+from xjobs.roles.worker_stats import WorkerStats
+from xjobs.run.context import JobContext
+from xjobs.run.settled import Settled
+from xjobs.run.steps import StepApi, StepSuspension
 
 __version__ = "0.1.0"
 

@@ -10,10 +10,15 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Unpack
 
-from xjobs.backend import Backend
 from xjobs.clock import Clock, SystemClock
-from xjobs.describe import describe
-from xjobs.driver import BulkResult, EnqueueResult, JobRecord, RequeueFilter
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import BulkResult, EnqueueResult, JobRecord, RequeueFilter
+from xjobs.contract.plugins import connect
+from xjobs.contract.stores import EventRecord, LeaderElection, SchedulerState, StepRecord, TaskFire
+from xjobs.declare.describe import describe
+from xjobs.declare.job import EnqueueOptions, JobHandle
+from xjobs.declare.registry import Registry
+from xjobs.enqueue.facade import JobsFacade
 from xjobs.errors import (
     AppStateError,
     BackendClosedError,
@@ -22,21 +27,16 @@ from xjobs.errors import (
     TaskNotRegisteredError,
 )
 from xjobs.event_match import encode_object, validate_event_name
-from xjobs.facade import JobsFacade
-from xjobs.job import EnqueueOptions, JobHandle
 from xjobs.payload import DEFAULT_MAX_PAYLOAD_BYTES
-from xjobs.plugins import connect
-from xjobs.registry import Registry
-from xjobs.relay import Relay, RelayStats
-from xjobs.relay_options import RelayKwargs, resolve_relay_options
-from xjobs.scheduler import Scheduler, SchedulerStats
-from xjobs.scheduler_options import SchedulerKwargs, resolve_scheduler_options
-from xjobs.settled import SettledHook
-from xjobs.shutdown_signals import on_shutdown_signals
-from xjobs.stores import EventRecord, LeaderElection, SchedulerState, StepRecord, TaskFire
-from xjobs.worker import Worker
-from xjobs.worker_options import WorkerKwargs, resolve_worker_options
-from xjobs.worker_stats import WorkerStats
+from xjobs.roles.os_signals import on_shutdown_signals
+from xjobs.roles.relay import Relay, RelayStats
+from xjobs.roles.relay_options import RelayKwargs, resolve_relay_options
+from xjobs.roles.scheduler import Scheduler, SchedulerStats
+from xjobs.roles.scheduler_options import SchedulerKwargs, resolve_scheduler_options
+from xjobs.roles.worker import Worker
+from xjobs.roles.worker_options import WorkerKwargs, resolve_worker_options
+from xjobs.roles.worker_stats import WorkerStats
+from xjobs.run.settled import SettledHook
 
 log = logging.getLogger("xjobs.app")
 

@@ -8,8 +8,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
-from xjobs.backend import Backend, WakeSource
 from xjobs.clock import Clock, SystemClock
+from xjobs.contract.backend import Backend, WakeSource
 from xjobs.options import finite_count
 from xjobs_pg import wake_slots
 from xjobs_pg.driver import PostgresJobDriver

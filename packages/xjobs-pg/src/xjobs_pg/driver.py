@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from xjobs.driver import (
+from xjobs.contract.driver import (
     LAPSED_ON_FINAL_ATTEMPT,
     BulkResult,
     Claim,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from xjobs.driver import Claim
+from xjobs.contract.driver import Claim
+from xjobs.contract.stores import EventRecord, EventWait
 from xjobs.ids import new_id
-from xjobs.stores import EventRecord, EventWait
 from xjobs_pg.driver import NEXT_STATE
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor, rows_touched

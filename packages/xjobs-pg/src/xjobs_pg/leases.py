@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xjobs.stores import SlotHolder
+from xjobs.contract.stores import SlotHolder
 from xjobs_pg.executor import Executor
 
 

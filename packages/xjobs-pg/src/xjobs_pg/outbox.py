@@ -10,10 +10,10 @@ import asyncpg
 import psycopg
 from asyncpg.pool import PoolConnectionProxy
 
-from xjobs.driver import EnqueueResult, NewJob
+from xjobs.contract.driver import EnqueueResult, NewJob
+from xjobs.contract.stores import OUTBOX_WAKE
 from xjobs.errors import OutboxConnectionInvalidError, XJobsError
 from xjobs.options import finite_count
-from xjobs.stores import OUTBOX_WAKE
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor
 from xjobs_pg.rows import new_job

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from xjobs.hookspecs import hookimpl
-from xjobs.plugins import BackendFactory
+from xjobs.contract.hookspecs import hookimpl
+from xjobs.contract.plugins import BackendFactory
 from xjobs_pg.backend import open_backend
 from xjobs_pg.testing import test_backend
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import asyncpg
 
-from xjobs.driver import BuriedJob, ClaimedJob, JobRecord, NewJob
+from xjobs.contract.driver import BuriedJob, ClaimedJob, JobRecord, NewJob
 
 
 def _str(value: Any) -> str:

@@ -9,9 +9,9 @@ from typing import Any
 
 import asyncpg
 
-from xjobs.driver import NewJob
+from xjobs.contract.driver import NewJob
+from xjobs.contract.stores import TaskFire
 from xjobs.errors import BackendError, BackendUnavailableError
-from xjobs.stores import TaskFire
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor
 from xjobs_pg.rows import new_job_columns

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import cast
 
-from xjobs.driver import Claim
-from xjobs.stores import StepRecord, StepStatus
+from xjobs.contract.driver import Claim
+from xjobs.contract.stores import StepRecord, StepStatus
 from xjobs_pg.executor import Executor
 
 

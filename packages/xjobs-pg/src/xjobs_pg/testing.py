@@ -9,8 +9,8 @@ from typing import Any
 
 import asyncpg
 
-from xjobs.backend import Backend
 from xjobs.clock import Clock
+from xjobs.contract.backend import Backend
 from xjobs_pg.backend import asyncpg_dsn, open_backend
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable

@@ -10,7 +10,7 @@ from typing import Any
 
 import asyncpg
 
-from xjobs.backend import WakeSource
+from xjobs.contract.backend import WakeSource
 from xjobs_pg.executor import Executor
 
 log = logging.getLogger("xjobs_pg.wake")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xjobs.stores import WorkerInfo
+from xjobs.contract.stores import WorkerInfo
 from xjobs_pg.executor import Executor
 
 

@@ -9,8 +9,8 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import EqualJitterBackoff, NoBackoff
 
-from xjobs.backend import Backend, WakeSource
 from xjobs.clock import Clock, SystemClock
+from xjobs.contract.backend import Backend, WakeSource
 from xjobs.errors import SchemaInvalidError
 from xjobs_redis.driver import RedisJobDriver
 from xjobs_redis.errors import interpret_error

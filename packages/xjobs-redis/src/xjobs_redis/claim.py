@@ -9,7 +9,7 @@ for none, so its exhausted lapsed leases are buried on every pass.
 
 from __future__ import annotations
 
-from xjobs.driver import (
+from xjobs.contract.driver import (
     LAPSED_ON_FINAL_ATTEMPT,
     BuriedJob,
     ClaimedJob,

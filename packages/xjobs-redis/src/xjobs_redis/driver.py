@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xjobs.driver import (
+from xjobs.contract.driver import (
     FINISHED_STATES,
     BulkResult,
     Claim,

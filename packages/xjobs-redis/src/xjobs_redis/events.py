@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from xjobs.driver import Claim
+from xjobs.contract.driver import Claim
+from xjobs.contract.stores import EventRecord, EventWait
 from xjobs.ids import new_id
-from xjobs.stores import EventRecord, EventWait
 from xjobs_redis.executor import Arg, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import queue_of

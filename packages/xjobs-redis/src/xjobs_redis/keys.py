@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from xjobs.driver import FINISHED_STATES
+from xjobs.contract.driver import FINISHED_STATES
 from xjobs.errors import SchemaInvalidError
 from xjobs.event_match import validate_event_name
 from xjobs.names import validate_queue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from xjobs.driver import Claim
+from xjobs.contract.driver import Claim
 from xjobs_redis.executor import Command, Executor
 from xjobs_redis.keys import Keys
 

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from xjobs.driver import BuriedJob, ClaimedJob, JobRecord, JobState, NewJob
+from xjobs.contract.driver import BuriedJob, ClaimedJob, JobRecord, JobState, NewJob
 from xjobs.errors import OptionInvalidError, PayloadInvalidError
 
 CLAIMED_FIELDS = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from xjobs.driver import NewJob
-from xjobs.stores import TaskFire
+from xjobs.contract.driver import NewJob
+from xjobs.contract.stores import TaskFire
 from xjobs_redis.executor import Arg, Call, Command, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.rows import enqueue_row

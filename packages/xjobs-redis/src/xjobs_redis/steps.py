@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from xjobs.driver import Claim
-from xjobs.stores import StepRecord
+from xjobs.contract.driver import Claim
+from xjobs.contract.stores import StepRecord
 from xjobs_redis.executor import Arg, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import queue_of

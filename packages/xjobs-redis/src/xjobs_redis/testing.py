@@ -9,8 +9,8 @@ from contextlib import asynccontextmanager
 
 from redis.asyncio import Redis
 
-from xjobs.backend import Backend
 from xjobs.clock import Clock
+from xjobs.contract.backend import Backend
 from xjobs_redis.backend import open_backend
 from xjobs_redis.servers import ServerUnavailable, redis_url, unavailable
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from redis.asyncio import Redis
 
-from xjobs.backend import WakeSource
+from xjobs.contract.backend import WakeSource
 
 log = logging.getLogger("xjobs_redis.wake")
 

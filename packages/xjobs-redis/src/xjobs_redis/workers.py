@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from xjobs.stores import WorkerInfo
+from xjobs.contract.stores import WorkerInfo
 from xjobs_redis.executor import Arg, Executor
 from xjobs_redis.keys import Keys
 

@@ -6,9 +6,9 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from xjobs.backend import WakeSource
 from xjobs.clock import Clock
-from xjobs.driver import (
+from xjobs.contract.backend import WakeSource
+from xjobs.contract.driver import (
     LAPSED_ON_FINAL_ATTEMPT,
     LIVE_STATES,
     BulkResult,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 from xjobs.clock import Clock
-from xjobs.driver import Claim, Nack
+from xjobs.contract.driver import Claim, Nack
+from xjobs.contract.stores import EventRecord, EventWait
 from xjobs.event_match import matches
 from xjobs.ids import new_id
 from xjobs.memory.driver import MemoryJobDriver
-from xjobs.stores import EventRecord, EventWait
 
 
 class MemoryEventBus:

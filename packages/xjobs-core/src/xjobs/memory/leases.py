@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from xjobs.clock import Clock
-from xjobs.stores import SlotHolder
+from xjobs.contract.stores import SlotHolder
 
 
 class MemoryLeaseStore:

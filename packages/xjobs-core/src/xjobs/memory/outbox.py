@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from xjobs.backend import WakeSource
 from xjobs.clock import Clock
-from xjobs.driver import EnqueueResult, NewJob
+from xjobs.contract.backend import WakeSource
+from xjobs.contract.driver import EnqueueResult, NewJob
+from xjobs.contract.stores import OUTBOX_WAKE
 from xjobs.errors import OutboxConnectionInvalidError
-from xjobs.stores import OUTBOX_WAKE
 
 
 @dataclass(eq=False)

@@ -7,9 +7,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-from xjobs.backend import Backend, WakeSource
 from xjobs.clock import Clock, SystemClock
-from xjobs.hookspecs import hookimpl
+from xjobs.contract.backend import Backend, WakeSource
+from xjobs.contract.hookspecs import hookimpl
+from xjobs.contract.plugins import BackendFactory
 from xjobs.memory.driver import MemoryJobDriver
 from xjobs.memory.events import MemoryEventBus
 from xjobs.memory.leases import MemoryLeaseStore
@@ -17,7 +18,6 @@ from xjobs.memory.outbox import MemoryOutboxStore
 from xjobs.memory.scheduler import MemoryLeader, MemorySchedulerState
 from xjobs.memory.steps import MemoryStepStore
 from xjobs.memory.workers import MemoryWorkerRegistry
-from xjobs.plugins import BackendFactory
 
 _named: dict[str, Backend] = {}
 

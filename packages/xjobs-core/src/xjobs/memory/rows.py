@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xjobs.driver import BuriedJob, ClaimedJob, JobRecord, JobState, NewJob
+from xjobs.contract.driver import BuriedJob, ClaimedJob, JobRecord, JobState, NewJob
 
 
 @dataclass(slots=True)

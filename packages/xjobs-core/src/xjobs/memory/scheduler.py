@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xjobs.clock import Clock
-from xjobs.driver import NewJob
+from xjobs.contract.driver import NewJob
+from xjobs.contract.stores import TaskFire
 from xjobs.memory.driver import MemoryJobDriver
-from xjobs.stores import TaskFire
 
 
 class MemorySchedulerState:

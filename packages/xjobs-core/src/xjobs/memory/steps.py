@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from xjobs.driver import Claim
+from xjobs.contract.driver import Claim
+from xjobs.contract.stores import StepRecord
 from xjobs.memory.driver import MemoryJobDriver
-from xjobs.stores import StepRecord
 
 
 class MemoryStepStore:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from xjobs.clock import Clock
-from xjobs.stores import WorkerInfo
+from xjobs.contract.stores import WorkerInfo
 
 
 class MemoryWorkerRegistry:

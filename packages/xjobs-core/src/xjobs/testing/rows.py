@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from xjobs.driver import ClaimedJob, NewJob
+from xjobs.contract.driver import ClaimedJob, NewJob
+from xjobs.contract.stores import EventWait, StepRecord
 from xjobs.ids import new_id
-from xjobs.stores import EventWait, StepRecord
 
 
 def new_job(*, name: str = "test_job", queue: str = "default", **overrides: Any) -> NewJob:

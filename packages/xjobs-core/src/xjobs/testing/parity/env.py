@@ -7,15 +7,23 @@ from typing import TYPE_CHECKING, Any
 
 from xjobs.app import App
 from xjobs.clock import ManualClock
-from xjobs.driver import ClaimedJob, ClaimOptions, ClaimResult, JobRecord, JobState, Nack, NewJob
+from xjobs.contract.driver import (
+    ClaimedJob,
+    ClaimOptions,
+    ClaimResult,
+    JobRecord,
+    JobState,
+    Nack,
+    NewJob,
+)
 from xjobs.testing.rows import new_job
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from xjobs.backend import Backend
-    from xjobs.plugins import BackendFactory
-    from xjobs.stores import LeaseStore, WorkerRegistry
+    from xjobs.contract.backend import Backend
+    from xjobs.contract.plugins import BackendFactory
+    from xjobs.contract.stores import LeaseStore, WorkerRegistry
 
 PARKED_FOR_MS = 60_000
 

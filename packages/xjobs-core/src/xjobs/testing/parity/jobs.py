@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from xjobs.actor import Actor, current_actor
 from xjobs.app import App
-from xjobs.context import Actor, current_actor
-from xjobs.driver import (
+from xjobs.contract.driver import (
     BulkResult,
     Claim,
     ClaimedJob,
@@ -31,8 +31,8 @@ from xjobs.driver import (
     NewJob,
     RequeueFilter,
 )
-from xjobs.retry import Retry
-from xjobs.settled import Settled
+from xjobs.declare.retry import Retry
+from xjobs.run.settled import Settled
 from xjobs.testing.parity.env import ParityEnv
 
 QUEUE = "parity-run"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from xjobs.plugins import factory_for_name
+from xjobs.contract.plugins import factory_for_name
 from xjobs.testing.parity.env import ParityEnv
 
 MARKER = "xjobs_parity"

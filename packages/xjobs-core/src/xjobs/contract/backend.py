@@ -1,0 +1,121 @@
+"""The `Backend` bundle: one engine's set of stores, opened from a URL, with the capabilities it declares."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from xjobs.clock import Clock
+from xjobs.contract.driver import JobDriver
+from xjobs.contract.stores import (
+    BackfillLedger,
+    EventBus,
+    LeaderElection,
+    LeaseStore,
+    OutboxStore,
+    SchedulerState,
+    StepStore,
+    WorkerRegistry,
+)
+from xjobs.errors import CapabilityMissingError
+
+CAPABILITIES: Final[frozenset[str]] = frozenset(
+    {
+        "jobs",
+        "workers",
+        "leases",
+        "steps",
+        "events",
+        "outbox",
+        "scheduler",
+        "leader",
+        "backfills",
+        "wake",
+    }
+)
+
+
+class WakeSource:
+    """A cross-process hint that a queue has new work; the poll stays the guarantee.
+
+    `activate` runs once, when the first listener subscribes (a backend that only enqueues never
+    opens a listening connection).
+    """
+
+    def __init__(self, activate: Callable[[], None] | None = None) -> None:
+        self._listeners: list[Callable[[str | None], None]] = []
+        self._live = False
+        self._activate = activate
+
+    def subscribe(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+        """Call `listener(queue)` on each wake (`None`: every queue); answers the unsubscribe function."""
+        self._listeners.append(listener)
+        if self._activate is not None:
+            activate, self._activate = self._activate, None
+            activate()
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def emit(self, queue: str | None) -> None:
+        """Wake the listeners of `queue`, or of every queue for `None` (a re-scan after a reconnect)."""
+        for listener in list(self._listeners):
+            listener(queue)
+
+    @property
+    def live(self) -> bool:
+        """Whether a probe proved the wake delivers (unproven again after each reconnect)."""
+        return self._live
+
+    def set_live(self, live: bool) -> None:
+        self._live = live
+
+
+@dataclass(eq=False)
+class Backend:
+    """One engine's stores. `capabilities` names what it offers; a missing store is `None`."""
+
+    name: str
+    url: str
+    clock: Clock
+    jobs: JobDriver
+    workers: WorkerRegistry | None = None
+    leases: LeaseStore | None = None
+    steps: StepStore | None = None
+    events: EventBus | None = None
+    outbox: OutboxStore | None = None
+    scheduler: SchedulerState | None = None
+    leader: LeaderElection | None = None
+    backfills: BackfillLedger | None = None
+    wake: WakeSource | None = None
+    on_close: Callable[[], Awaitable[None]] | None = None
+    on_install: Callable[[], Awaitable[None]] | None = None
+    capabilities: frozenset[str] = field(init=False)
+    _closed: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        present = {"jobs"}
+        for cap in CAPABILITIES - {"jobs"}:
+            if getattr(self, cap) is not None:
+                present.add(cap)
+        self.capabilities = frozenset(present)
+
+    def require(self, capability: str) -> None:
+        """Refuse a call that needs a capability this backend lacks."""
+        if capability not in self.capabilities:
+            raise CapabilityMissingError(
+                f"the {self.name} backend does not offer {capability!r}; "
+                f"it offers {', '.join(sorted(self.capabilities))}"
+            )
+
+    async def install(self) -> None:
+        """Create or upgrade the backend's durable structures (idempotent; nothing to do in memory)."""
+        if self.on_install is not None:
+            await self.on_install()
+
+    async def close(self) -> None:
+        """Release the engine's connections (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.on_close is not None:
+            await self.on_close()

@@ -1,0 +1,1 @@
+"""Declarations: `job()` and `task()`, what they resolve once (tenant, keys, retry, concurrency), the registry."""

@@ -1,0 +1,445 @@
+"""The `job()` primitive: a declaration validated once, and the immutable `JobHandle` it builds."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
+
+from pydantic import BaseModel
+
+from xjobs.declare.concurrency import Concurrency, ResolvedConcurrency, resolve_concurrency
+from xjobs.declare.keys import derive_str
+from xjobs.declare.retry import Retry
+from xjobs.declare.tenant import JobTenant, resolve_tenant
+from xjobs.errors import (
+    AppStateError,
+    DeclarationInvalidError,
+    IdempotencyKeyRequiredError,
+    JobDuplicateError,
+)
+from xjobs.names import DEFAULT_QUEUE, validate_job_name, validate_queue
+from xjobs.options import finite_count, optional_duration_ms
+
+if TYPE_CHECKING:
+    import asyncpg
+    import psycopg
+
+    from xjobs.contract.driver import EnqueueResult
+    from xjobs.memory.outbox import MemoryTransaction
+    from xjobs.run.context import JobContext
+
+    SyncConnection = psycopg.Connection[Any] | MemoryTransaction
+    AsyncConnection = psycopg.AsyncConnection[Any] | asyncpg.Connection
+
+I = TypeVar("I", bound=BaseModel)  # noqa: E741 - the input model, as in the public signatures
+MIN_PRIORITY = 0
+MAX_PRIORITY = 9
+
+Body = Callable[["JobContext", I], Awaitable[object]]
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueOptions:
+    """Per-call overrides of one enqueue: when it may run and at which priority."""
+
+    delay: timedelta | None = None
+    run_at: datetime | None = None
+    priority: int | None = None
+
+
+class Enqueuer(Protocol):
+    """What a handle enqueues through: the jobs facade of the app that registered it."""
+
+    async def enqueue_inputs(
+        self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
+    ) -> list[EnqueueResult]: ...
+
+    def stage_inputs(
+        self,
+        handle: JobHandle[Any],
+        conn: object,
+        inputs: Sequence[object],
+        options: EnqueueOptions,
+    ) -> list[EnqueueResult] | Awaitable[list[EnqueueResult]]: ...
+
+
+class JobHandle(Generic[I]):
+    """One declared job. Immutable after declaration, except the name its registration stamps once."""
+
+    __slots__ = (
+        "_enqueuer",
+        "_name",
+        "concurrency",
+        "declared_name",
+        "event_poll_ms",
+        "fn",
+        "idempotency_key",
+        "input_model",
+        "on_settled",
+        "priority",
+        "queue",
+        "redact_input",
+        "retry",
+        "step_timeout_ms",
+        "tenant",
+        "timeout_ms",
+    )
+
+    def __init__(
+        self,
+        *,
+        fn: Body[I],
+        input_model: type[I],
+        tenant: JobTenant,
+        idempotency_key: Callable[[I], str],
+        queue: str,
+        priority: int,
+        retry: Retry,
+        timeout_ms: int | None,
+        step_timeout_ms: int | None,
+        event_poll_ms: int | None,
+        concurrency: ResolvedConcurrency | None,
+        declared_name: str | None,
+        redact_input: Callable[[I], object] | None,
+        on_settled: Callable[..., Awaitable[None]] | None,
+    ) -> None:
+        self.fn = fn
+        self.input_model = input_model
+        self.tenant = tenant
+        self.idempotency_key = idempotency_key
+        self.queue = queue
+        self.priority = priority
+        self.retry = retry
+        self.timeout_ms = timeout_ms
+        self.step_timeout_ms = step_timeout_ms
+        self.event_poll_ms = event_poll_ms
+        self.concurrency = concurrency
+        self.declared_name = declared_name
+        self.redact_input = redact_input
+        self.on_settled = on_settled
+        self._name: str | None = declared_name
+        self._enqueuer: Enqueuer | None = None
+
+    @property
+    def name(self) -> str:
+        """The durable name: `name=` if declared, else the attribute its module exports it under."""
+        return self._name if self._name is not None else getattr(self.fn, "__name__", "job")
+
+    @property
+    def stamped(self) -> bool:
+        return self._name is not None
+
+    def stamp(self, name: str) -> None:
+        """Give the handle its registered name, once; a second, different name is a duplicate."""
+        validate_job_name(name)
+        if self._name is None:
+            self._name = name
+        elif self._name != name:
+            raise JobDuplicateError(
+                f"one job handle is registered as both {self._name!r} and {name!r}; "
+                "give each job one export name (or declare name=)"
+            )
+
+    def bind(self, enqueuer: Enqueuer | None) -> None:
+        """Route `enqueue` through `enqueuer` (the app that opened last), or unbind with `None`."""
+        self._enqueuer = enqueuer
+
+    def bound_to(self, enqueuer: Enqueuer) -> bool:
+        return self._enqueuer is enqueuer
+
+    def key_for(self, value: I) -> str:
+        """The idempotency key this input derives."""
+        return derive_str(self.idempotency_key, value, what="idempotency key", job=self.name)
+
+    def tenant_for(self, value: I) -> str | None:
+        """The org a run of this input acts for (`None` for `tenant="none"`)."""
+        return self.tenant.org_for(value, job=self.name)
+
+    def _require_enqueuer(self) -> Enqueuer:
+        if self._enqueuer is None:
+            raise AppStateError(
+                f"job {self.name!r} is not registered with an open App; pass it in App(jobs=[...]) "
+                "and enter `async with app:` before enqueueing"
+            )
+        return self._enqueuer
+
+    async def enqueue(
+        self,
+        input: I | dict[str, Any],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> EnqueueResult:
+        """Validate `input`, derive its key and tenant, and enqueue one job."""
+        options = EnqueueOptions(delay=delay, run_at=run_at, priority=priority)
+        (result,) = await self._require_enqueuer().enqueue_inputs(self, [input], options)
+        return result
+
+    async def enqueue_many(
+        self,
+        inputs: Sequence[I | dict[str, Any]],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> list[EnqueueResult]:
+        """Enqueue many inputs in one round trip; answers one result per input, in order."""
+        options = EnqueueOptions(delay=delay, run_at=run_at, priority=priority)
+        return await self._require_enqueuer().enqueue_inputs(self, list(inputs), options)
+
+    @overload
+    def stage(
+        self,
+        conn: SyncConnection,
+        input: I | dict[str, Any],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> EnqueueResult: ...
+
+    @overload
+    def stage(
+        self,
+        conn: AsyncConnection,
+        input: I | dict[str, Any],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> Awaitable[EnqueueResult]: ...
+
+    def stage(
+        self,
+        conn: object,
+        input: I | dict[str, Any],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> EnqueueResult | Awaitable[EnqueueResult]:
+        """Stage one job in the outbox on `conn`, the caller's own connection, inside its
+        transaction: it is enqueued by the relay once that transaction commits, and never if it
+        rolls back. Validated, keyed and attributed exactly as `enqueue`; the answer carries the
+        job's real ids. A sync connection (psycopg `Connection`) answers at once; an async one
+        (psycopg `AsyncConnection`, asyncpg `Connection`) answers an awaitable."""
+        options = EnqueueOptions(delay=delay, run_at=run_at, priority=priority)
+        staged = self._require_enqueuer().stage_inputs(self, conn, [input], options)
+        if isinstance(staged, list):
+            (result,) = staged
+            return result
+        return _only(staged)
+
+    @overload
+    def stage_many(
+        self,
+        conn: SyncConnection,
+        inputs: Sequence[I | dict[str, Any]],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> list[EnqueueResult]: ...
+
+    @overload
+    def stage_many(
+        self,
+        conn: AsyncConnection,
+        inputs: Sequence[I | dict[str, Any]],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> Awaitable[list[EnqueueResult]]: ...
+
+    def stage_many(
+        self,
+        conn: object,
+        inputs: Sequence[I | dict[str, Any]],
+        *,
+        delay: timedelta | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> list[EnqueueResult] | Awaitable[list[EnqueueResult]]:
+        """Stage many jobs on `conn` in one statement; one result per input, in order."""
+        options = EnqueueOptions(delay=delay, run_at=run_at, priority=priority)
+        return self._require_enqueuer().stage_inputs(self, conn, list(inputs), options)
+
+    def __repr__(self) -> str:
+        return f"<JobHandle {self.name} queue={self.queue}>"
+
+
+async def _only(staged: Awaitable[list[EnqueueResult]]) -> EnqueueResult:
+    (result,) = await staged
+    return result
+
+
+def _check_signature(fn: Callable[..., object]) -> list[inspect.Parameter]:
+    params = list(inspect.signature(fn).parameters.values())
+    if len(params) != 2:
+        raise DeclarationInvalidError(
+            f"job body {_label(fn)} must take (ctx, input); it takes {len(params)} parameters"
+        )
+    return params
+
+
+def _label(fn: object) -> str:
+    return str(getattr(fn, "__qualname__", None) or repr(fn))
+
+
+def _input_model_of(fn: Callable[..., object], param: inspect.Parameter) -> type[BaseModel]:
+    """The pydantic model annotating the input parameter; only that annotation is resolved."""
+    annotation = param.annotation
+    if isinstance(annotation, str):
+        namespace = getattr(inspect.unwrap(fn), "__globals__", {})
+        try:
+            annotation = eval(
+                annotation, namespace
+            )  # what typing.get_type_hints does, for one name
+        except Exception as exc:
+            raise DeclarationInvalidError(
+                f"job body {_label(fn)}: the input annotation {param.annotation!r} does not resolve "
+                f"({exc!r}); import the model at module level or pass input_model="
+            ) from exc
+    if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        raise DeclarationInvalidError(
+            f"job body {_label(fn)}: annotate its input parameter with a pydantic model, "
+            "or pass input_model="
+        )
+    return annotation
+
+
+def _build(fn: Callable[..., Awaitable[object]], options: dict[str, Any]) -> JobHandle[Any]:
+    if not inspect.iscoroutinefunction(fn):
+        raise DeclarationInvalidError(f"job body {_label(fn)} must be async def")
+    params = _check_signature(fn)
+    declared_name = options["name"]
+    if declared_name is not None:
+        validate_job_name(declared_name)
+    label = declared_name or getattr(fn, "__name__", "job")
+    tenant = resolve_tenant(options["tenant"], job=label)
+    key = options["idempotency_key"]
+    if not callable(key):
+        raise IdempotencyKeyRequiredError(
+            f"job {label!r} must declare idempotency_key= as a callable (input -> str)"
+        )
+    model = options["input_model"]
+    if model is None:
+        model = _input_model_of(fn, params[1])
+    elif not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise DeclarationInvalidError(
+            f"input_model of job {label!r} must be a pydantic model class"
+        )
+    retry = options["retry"]
+    if not isinstance(retry, Retry):
+        raise DeclarationInvalidError(f"retry of job {label!r} must be an xjobs.Retry")
+    for hook in ("redact_input", "on_settled"):
+        if options[hook] is not None and not callable(options[hook]):
+            raise DeclarationInvalidError(f"{hook} of job {label!r} must be a callable")
+    return JobHandle(
+        fn=fn,
+        input_model=model,
+        tenant=tenant,
+        idempotency_key=key,
+        queue=validate_queue(options["queue"]),
+        priority=finite_count(
+            "priority", options["priority"], minimum=MIN_PRIORITY, maximum=MAX_PRIORITY
+        ),
+        retry=retry,
+        timeout_ms=optional_duration_ms("timeout", options["timeout"]),
+        step_timeout_ms=optional_duration_ms("step_timeout", options["step_timeout"]),
+        event_poll_ms=optional_duration_ms("event_poll", options["event_poll"]),
+        concurrency=resolve_concurrency(options["concurrency"], job=label),
+        declared_name=declared_name,
+        redact_input=options["redact_input"],
+        on_settled=options["on_settled"],
+    )
+
+
+@overload
+def job(
+    fn: Body[I],
+    *,
+    tenant: Callable[[I], str] | str | None = ...,
+    idempotency_key: Callable[[I], str] | None = ...,
+    queue: str = ...,
+    priority: int = ...,
+    retry: Retry = ...,
+    timeout: timedelta | None = ...,
+    step_timeout: timedelta | None = ...,
+    event_poll: timedelta | None = ...,
+    concurrency: int | Concurrency | None = ...,
+    name: str | None = ...,
+    input_model: type[I] | None = ...,
+    redact_input: Callable[[I], object] | None = ...,
+    on_settled: Callable[..., Awaitable[None]] | None = ...,
+) -> JobHandle[I]: ...
+
+
+@overload
+def job(
+    fn: None = None,
+    *,
+    tenant: Callable[[Any], str] | str | None = ...,
+    idempotency_key: Callable[[Any], str] | None = ...,
+    queue: str = ...,
+    priority: int = ...,
+    retry: Retry = ...,
+    timeout: timedelta | None = ...,
+    step_timeout: timedelta | None = ...,
+    event_poll: timedelta | None = ...,
+    concurrency: int | Concurrency | None = ...,
+    name: str | None = ...,
+    input_model: type[BaseModel] | None = ...,
+    redact_input: Callable[[Any], object] | None = ...,
+    on_settled: Callable[..., Awaitable[None]] | None = ...,
+) -> Callable[[Body[Any]], JobHandle[Any]]: ...
+
+
+def job(
+    fn: Body[Any] | None = None,
+    *,
+    tenant: Callable[[Any], str] | str | None = None,
+    idempotency_key: Callable[[Any], str] | None = None,
+    queue: str = DEFAULT_QUEUE,
+    priority: int = 0,
+    retry: Retry | None = None,
+    timeout: timedelta | None = None,
+    step_timeout: timedelta | None = None,
+    event_poll: timedelta | None = None,
+    concurrency: int | Concurrency | None = None,
+    name: str | None = None,
+    input_model: type[BaseModel] | None = None,
+    redact_input: Callable[[Any], object] | None = None,
+    on_settled: Callable[..., Awaitable[None]] | None = None,
+) -> JobHandle[Any] | Callable[[Body[Any]], JobHandle[Any]]:
+    """Declare a job: `@job(tenant=..., idempotency_key=...)` over `async def body(ctx, input: Model)`.
+
+    Every option is validated here, once; a bad one raises an `XJobsError` naming it.
+    """
+    options: dict[str, Any] = {
+        "tenant": tenant,
+        "idempotency_key": idempotency_key,
+        "queue": queue,
+        "priority": priority,
+        "retry": retry if retry is not None else Retry(),
+        "timeout": timeout,
+        "step_timeout": step_timeout,
+        "event_poll": event_poll,
+        "concurrency": concurrency,
+        "name": name,
+        "input_model": input_model,
+        "redact_input": redact_input,
+        "on_settled": on_settled,
+    }
+    if fn is not None:
+        return _build(fn, options)
+
+    def decorate(body: Body[Any]) -> JobHandle[Any]:
+        return _build(body, options)
+
+    return decorate

@@ -1,0 +1,108 @@
+"""The jobs facade: the one enqueue implementation every handle, app and relay goes through."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from datetime import datetime
+from typing import Any
+
+from xjobs.actor import current_actor, traceparent_for_enqueue
+from xjobs.clock import Clock
+from xjobs.contract.driver import EnqueueResult, JobDriver, NewJob
+from xjobs.contract.stores import OutboxStore
+from xjobs.declare.job import MAX_PRIORITY, MIN_PRIORITY, EnqueueOptions, JobHandle
+from xjobs.errors import CapabilityMissingError, OptionInvalidError
+from xjobs.ids import new_id
+from xjobs.options import duration_ms, finite_count
+from xjobs.payload import encode_payload, validate_input
+
+
+def _run_at_ms(options: EnqueueOptions, now_ms: int) -> int | None:
+    if options.delay is not None and options.run_at is not None:
+        raise OptionInvalidError("pass delay= or run_at=, not both")
+    if options.delay is not None:
+        return now_ms + duration_ms("delay", options.delay, allow_zero=True)
+    if options.run_at is not None:
+        if not isinstance(options.run_at, datetime) or options.run_at.tzinfo is None:
+            raise OptionInvalidError(f"run_at must be an aware datetime, got {options.run_at!r}")
+        return int(options.run_at.timestamp() * 1000)
+    return None
+
+
+class JobsFacade:
+    """Builds `NewJob` rows from inputs (validated, keyed, attributed, encoded once) and enqueues them."""
+
+    def __init__(
+        self,
+        driver: JobDriver,
+        clock: Clock,
+        *,
+        max_payload_bytes: int,
+        outbox: OutboxStore | None = None,
+    ) -> None:
+        self._driver = driver
+        self._clock = clock
+        self._max_payload_bytes = max_payload_bytes
+        self._outbox = outbox
+
+    def build(
+        self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
+    ) -> list[NewJob]:
+        """The rows to enqueue, without touching the store (the outbox stages the same rows)."""
+        actor = current_actor()
+        enqueuer_org = actor.org_id if actor is not None else None
+        enqueued_by = actor.id if actor is not None else None
+        traceparent = traceparent_for_enqueue()
+        run_at = _run_at_ms(options, self._clock.now_ms())
+        priority = handle.priority
+        if options.priority is not None:
+            priority = finite_count(
+                "priority", options.priority, minimum=MIN_PRIORITY, maximum=MAX_PRIORITY
+            )
+        rows: list[NewJob] = []
+        for raw in inputs:
+            value = validate_input(handle.input_model, raw, job=handle.name)
+            key = handle.key_for(value)
+            handle.tenant_for(value)  # refuse an underivable tenant at enqueue, not at run
+            rows.append(
+                NewJob(
+                    id=new_id(),
+                    run_id=new_id(),
+                    name=handle.name,
+                    queue=handle.queue,
+                    tenant_id=enqueuer_org,
+                    idempotency_key=key,
+                    payload=encode_payload(
+                        value, job=handle.name, max_bytes=self._max_payload_bytes
+                    ),
+                    priority=priority,
+                    run_at_ms=run_at,
+                    max_attempts=handle.retry.attempts,
+                    dead_letter=handle.retry.dead_letter,
+                    enqueued_by=enqueued_by,
+                    traceparent=traceparent,
+                )
+            )
+        return rows
+
+    async def enqueue_inputs(
+        self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
+    ) -> list[EnqueueResult]:
+        rows = self.build(handle, inputs, options)
+        if not rows:
+            return []
+        return await self._driver.enqueue(rows)
+
+    def stage_inputs(
+        self,
+        handle: JobHandle[Any],
+        conn: object,
+        inputs: Sequence[object],
+        options: EnqueueOptions,
+    ) -> list[EnqueueResult] | Awaitable[list[EnqueueResult]]:
+        """Stage the rows `build` makes on the caller's connection, through the app's outbox."""
+        if self._outbox is None:
+            raise CapabilityMissingError(
+                "this App has no outbox: its backend offers none; pass App(outbox='postgresql://…')"
+            )
+        return self._outbox.stage_on(conn, self.build(handle, inputs, options))

@@ -1,0 +1,1 @@
+"""One run: admission, execution, steps, heartbeats, and the settle room where every run ends."""

@@ -1,0 +1,151 @@
+"""One run's lease, held not owned: renewed on a timer; a miss or a whole window without a landing aborts the run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from xjobs.contract.driver import Claim, JobDriver
+from xjobs.errors import JobCancelledError, LeaseLostError, SlotLostError, XJobsError
+from xjobs.run.signal import RunSignal
+
+log = logging.getLogger("xjobs.run.heartbeat")
+
+RenewFn = Callable[[], Awaitable[bool]]
+
+
+class Renewal:
+    """One renewed thing (the job lease or a fleet slot): when it last landed and what losing it means."""
+
+    __slots__ = ("last_landed", "loss", "renew", "what")
+
+    def __init__(self, what: str, renew: RenewFn, loss: Callable[[], XJobsError]) -> None:
+        self.what = what
+        self.renew = renew
+        self.loss = loss
+        self.last_landed = time.monotonic()
+
+
+class LeaseKeeper:
+    """Renews a run's job lease (and its fleet slots) every `every_ms`, until stopped or aborted."""
+
+    __slots__ = (
+        "_driver",
+        "_every_s",
+        "_lease_ms",
+        "_renewals",
+        "_signal",
+        "_stopped",
+        "_task",
+        "_timer",
+        "_window_s",
+        "claim",
+    )
+
+    def __init__(
+        self, driver: JobDriver, claim: Claim, *, lease_ms: int, every_ms: int, signal: RunSignal
+    ) -> None:
+        self._driver = driver
+        self.claim = claim
+        self._lease_ms = lease_ms
+        self._every_s = every_ms / 1000
+        self._window_s = lease_ms / 1000
+        self._signal = signal
+        self._stopped = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._renewals = [
+            Renewal("job lease", lambda: driver.heartbeat(claim, lease_ms), self._job_loss)
+        ]
+
+    def hold(self, what: str, renew: RenewFn) -> None:
+        """Also renew `what` (a fleet slot) on each beat; a whole window without a landing is `XJOBS_SLOT_LOST`."""
+        self._renewals.append(
+            Renewal(
+                what, renew, lambda: SlotLostError(f"{what} could not be renewed for a whole TTL")
+            )
+        )
+
+    def _job_loss(self) -> XJobsError:
+        return LeaseLostError(
+            f"job {self.claim.job_id}: no heartbeat landed for a whole lease window"
+        )
+
+    def stopped(self) -> bool:
+        return self._stopped or self._signal.aborted
+
+    def start(self) -> None:
+        self._arm()
+
+    def _arm(self) -> None:
+        if self.stopped():
+            return
+        self._timer = asyncio.get_running_loop().call_later(self._every_s, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        if self.stopped():
+            return
+        self._task = asyncio.ensure_future(self._beat())
+
+    async def _beat(self) -> None:
+        try:
+            for renewal in self._renewals:
+                await self._renew(renewal)
+                if self.stopped():
+                    return
+        except Exception:  # every timer body catches before it finalises
+            log.exception("jobs.heartbeat.failed", extra={"job_id": self.claim.job_id})
+        finally:
+            self._task = None
+            self._arm()
+
+    async def _renew(self, renewal: Renewal) -> None:
+        try:
+            held = await renewal.renew()
+        except Exception as exc:
+            if self.stopped():
+                return
+            if time.monotonic() - renewal.last_landed >= self._window_s:
+                log.warning(
+                    "jobs.lease.lost", extra={"job_id": self.claim.job_id, "what": renewal.what}
+                )
+                self._signal.abort(renewal.loss())
+            else:
+                log.warning(
+                    "jobs.heartbeat.missed",
+                    extra={"job_id": self.claim.job_id, "what": renewal.what, "error": repr(exc)},
+                )
+            return
+        if self.stopped():
+            return
+        if held:
+            renewal.last_landed = time.monotonic()
+        elif renewal is self._renewals[0]:
+            await self._job_fence_missed()
+        else:
+            self._signal.abort(renewal.loss())
+
+    async def _job_fence_missed(self) -> None:
+        """The fence missed: an operator cancelled the job, or another claim took it."""
+        try:
+            record = await self._driver.get(self.claim.job_id)
+        except Exception:
+            record = None
+        if record is not None and record.state == "cancelled":
+            self._signal.abort(JobCancelledError(f"job {self.claim.job_id} was cancelled"))
+        else:
+            log.warning("jobs.lease.lost", extra={"job_id": self.claim.job_id})
+            self._signal.abort(self._job_loss())
+
+    def stop(self) -> None:
+        """Stop renewing (the run settled); a beat in flight is cancelled."""
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None

@@ -1,0 +1,1 @@
+"""Contract scenarios: each driver and store operation, called directly."""
