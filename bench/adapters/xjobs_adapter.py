@@ -29,7 +29,7 @@ UNFINISHED_PG = (
     " and run_at_ms <= (extract(epoch from now()) * 1000)::bigint"
 )
 EXPLAIN = "explain (analyze, costs off, timing off) "
-RESET_PG = "truncate xjobs.jobs, xjobs.steps, xjobs.leases, xjobs.workers"
+RESET_PG = "truncate xjobs.jobs, xjobs.steps, xjobs.slots, xjobs.workers"
 # W6: half completed, half delayed a day, each with its own live-namespace key
 FILL_PG = """
 insert into xjobs.jobs (id, run_id, name, queue, idempotency_key, payload, state, run_at_ms,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
@@ -60,7 +61,7 @@ async def test_acks_waiting_together_land_in_one_call(backend: Backend) -> None:
     assert isinstance(backend.jobs, MemoryJobDriver)
     driver = Recorded(backend.jobs)
     jobs = await _claimed(driver, 20)
-    batcher = AckBatcher(driver)
+    batcher = AckBatcher(replace(backend, jobs=driver))
     landed = await asyncio.gather(*(batcher.ack(job.claim) for job in jobs))
     assert (landed, driver.batches) == ([True] * 20, [20])
 
@@ -70,7 +71,7 @@ async def test_acks_arriving_during_a_call_go_in_the_next(backend: Backend) -> N
     assert isinstance(backend.jobs, MemoryJobDriver)
     driver = Recorded(backend.jobs)
     first, *rest = await _claimed(driver, 6)
-    batcher = AckBatcher(driver)
+    batcher = AckBatcher(replace(backend, jobs=driver))
     leading = asyncio.ensure_future(batcher.ack(first.claim))
     await asyncio.sleep(0.001)  # the first call is in flight
     landed = await asyncio.gather(leading, *(batcher.ack(job.claim) for job in rest))
@@ -82,7 +83,7 @@ async def test_a_batch_is_cut_at_max_batch(backend: Backend) -> None:
     assert isinstance(backend.jobs, MemoryJobDriver)
     driver = Recorded(backend.jobs)
     jobs = await _claimed(driver, 7)
-    batcher = AckBatcher(driver, max_batch=3)
+    batcher = AckBatcher(replace(backend, jobs=driver), max_batch=3)
     await asyncio.gather(*(batcher.ack(job.claim) for job in jobs))
     assert driver.batches == [3, 3, 1]
 
@@ -93,7 +94,7 @@ async def test_each_claim_keeps_its_own_answer(backend: Backend) -> None:
     driver = Recorded(backend.jobs)
     a, b = await _claimed(driver, 2)
     stale = Claim(job_id=b.id, worker_id="other", claims=b.claims)
-    batcher = AckBatcher(driver)
+    batcher = AckBatcher(replace(backend, jobs=driver))
     assert await asyncio.gather(batcher.ack(a.claim), batcher.ack(stale)) == [True, False]
 
 
@@ -103,7 +104,7 @@ async def test_a_failed_batch_is_retried_one_ack_at_a_time(backend: Backend) -> 
     driver = Recorded(backend.jobs)
     a, b = await _claimed(driver, 2)
     stale = Claim(job_id=b.id, worker_id="other", claims=b.claims)
-    batcher = AckBatcher(driver)
+    batcher = AckBatcher(replace(backend, jobs=driver))
     driver.fail_next = True
     assert await asyncio.gather(batcher.ack(a.claim), batcher.ack(stale)) == [True, False]
     assert (await driver.get(a.id)).state == "completed"  # type: ignore[union-attr]
@@ -116,7 +117,7 @@ async def test_an_ack_that_fails_alone_too_raises_and_the_next_batch_lands(
     assert isinstance(backend.jobs, MemoryJobDriver)
     driver = Recorded(backend.jobs)
     a, b = await _claimed(driver, 2)
-    batcher = AckBatcher(driver)
+    batcher = AckBatcher(replace(backend, jobs=driver))
     driver.fail_next = True
     driver.fail_single = True
     with pytest.raises(BackendError):
@@ -137,9 +138,20 @@ class OneByOne:
 
 
 @pytest.mark.asyncio
-async def test_a_driver_without_ack_many_acks_one_by_one() -> None:
+async def test_a_driver_without_ack_many_acks_one_by_one(backend: Backend) -> None:
     driver = OneByOne()
-    batcher = AckBatcher(driver)  # type: ignore[arg-type]
+    batcher = AckBatcher(replace(backend, jobs=driver))
     claims = [Claim(job_id=f"j{n}", worker_id="w", claims=1) for n in range(3)]
     assert await asyncio.gather(*(batcher.ack(c) for c in claims)) == [True] * 3
     assert driver.acked == ["j0", "j1", "j2"]
+
+
+@pytest.mark.asyncio
+async def test_a_backend_that_does_not_declare_ack_many_acks_one_by_one(backend: Backend) -> None:
+    assert isinstance(backend.jobs, MemoryJobDriver)
+    driver = Recorded(backend.jobs)
+    undeclared = replace(backend, jobs=driver, features=frozenset())
+    claimed = await _claimed(driver, 2)
+    batcher = AckBatcher(undeclared)
+    assert await asyncio.gather(*(batcher.ack(job.claim) for job in claimed)) == [True, True]
+    assert driver.batches == []

@@ -13,9 +13,9 @@ from xjobs.contract.driver import JobDriver
 from xjobs.contract.stores import (
     EventBus,
     LeaderElection,
-    LeaseStore,
     OutboxStore,
     SchedulerState,
+    SlotStore,
     StepStore,
     WorkerRegistry,
 )
@@ -39,7 +39,7 @@ def _operations(protocol: type) -> list[str]:
     [f"JobDriver.{op}" for op in _operations(JobDriver)]
     + [f"BatchAck.{op}" for op in _operations(BatchAck)]
     + [f"WorkerRegistry.{op}" for op in _operations(WorkerRegistry)]
-    + [f"LeaseStore.{op}" for op in _operations(LeaseStore)]
+    + [f"SlotStore.{op}" for op in _operations(SlotStore)]
     + [f"StepStore.{op}" for op in _operations(StepStore)]
     + [f"EventBus.{op}" for op in _operations(EventBus)]
     + [f"SchedulerState.{op}" for op in _operations(SchedulerState)]

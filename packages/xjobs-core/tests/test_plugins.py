@@ -62,7 +62,7 @@ def factory_module(
                     name={name!r},
                     schemes={schemes!r},
                     open=open_backend,
-                    test_backend=test_backend,
+                    test_backend=__name__ + ":test_backend",
                     api_version={api_version},
                 )
             ]

@@ -34,7 +34,7 @@ TABLES = (
     "events",
     "jobs",
     "leaders",
-    "leases",
+    "slots",
     "outbox",
     "schema_version",
     "steps",

@@ -88,7 +88,7 @@ class TestOpen:
         assert backend.capabilities == {
             "jobs",
             "workers",
-            "leases",
+            "slots",
             "steps",
             "events",
             "scheduler",
@@ -112,8 +112,8 @@ class TestServerClock:
     async def test_a_fleet_slot_key_expires_with_its_last_slot(
         self, server_backend: Backend, client: Redis, prefix: str
     ) -> None:
-        assert server_backend.leases is not None
-        assert await server_backend.leases.acquire("job:x", SlotHolder(new_id(), 1), 1, 5_000)
+        assert server_backend.slots is not None
+        assert await server_backend.slots.acquire("job:x", SlotHolder(new_id(), 1), 1, 5_000)
         ttl = await client.pttl(f"{prefix}:{{{prefix}:lease:job:x}}")
         assert 0 < ttl <= 5_000
 

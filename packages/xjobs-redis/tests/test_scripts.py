@@ -211,12 +211,12 @@ async def test_every_script_loads_and_runs_against_the_server(
     assert await run("worker_forget", registry, ["w-1"]) == 1
 
     lease = k.lease("job:script_job")
-    assert await run("lease_acquire", [lease], [now, f"{job_id}:1", 1, 60_000]) == 1
-    assert await run("lease_renew", [lease], [now, f"{job_id}:1", 60_000]) == 1
-    assert await run("lease_holders", [lease], [now]) == [f"{job_id}:1"]
+    assert await run("slot_acquire", [lease], [now, f"{job_id}:1", 1, 60_000]) == 1
+    assert await run("slot_renew", [lease], [now, f"{job_id}:1", 60_000]) == 1
+    assert await run("slot_holders", [lease], [now]) == [f"{job_id}:1"]
     if clock == "server":
         assert 0 < await client.pttl(lease) <= 60_000  # the key expires with its last slot
-    assert await run("lease_release", [lease], [now, f"{job_id}:1"]) == 1
+    assert await run("slot_release", [lease], [now, f"{job_id}:1"]) == 1
 
     await _run_the_step_and_event_scripts(run, k, now)
     await _run_the_scheduler_scripts(run, k, now)

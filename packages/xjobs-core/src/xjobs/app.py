@@ -13,6 +13,7 @@ from typing import Any, Unpack
 from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend
 from xjobs.contract.driver import BulkResult, EnqueueResult, JobRecord, RequeueFilter
+from xjobs.contract.moves import moved
 from xjobs.contract.plugins import connect
 from xjobs.contract.stores import EventRecord, LeaderElection, SchedulerState, StepRecord, TaskFire
 from xjobs.declare.describe import describe
@@ -199,11 +200,11 @@ class App:
 
     async def cancel_job(self, job_id: str, reason: str | None = None) -> JobRecord:
         """Cancel a live job; its worker's next heartbeat misses and cancels the run."""
-        return await self.backend.jobs.cancel(job_id, reason)
+        return moved("cancel", job_id, await self.backend.jobs.cancel(job_id, reason))
 
     async def requeue_job(self, job_id: str) -> JobRecord:
         """Put a finished job back to `ready`, attempts reset."""
-        return await self.backend.jobs.requeue(job_id)
+        return moved("requeue", job_id, await self.backend.jobs.requeue(job_id))
 
     async def requeue_jobs(self, where: RequeueFilter | None = None) -> BulkResult:
         """Requeue finished jobs in bulk (dead ones by default)."""

@@ -17,7 +17,7 @@ from xjobs_pg.errors import interpret_error
 from xjobs_pg.events import PostgresEventBus
 from xjobs_pg.executor import Executor
 from xjobs_pg.install import SCHEMA_VERSION, install
-from xjobs_pg.leases import PostgresLeaseStore
+from xjobs_pg.slots import PostgresSlotStore
 from xjobs_pg.outbox import PostgresOutboxStore
 from xjobs_pg.scheduler import PostgresAdvisoryLeader, PostgresLeaseLeader, PostgresSchedulerState
 from xjobs_pg.schema import DEFAULT_SCHEMA, quote_schema, wake_channel
@@ -97,7 +97,7 @@ async def open_backend(
         clock=clock,
         jobs=PostgresJobDriver(executor, slots),
         workers=PostgresWorkerRegistry(executor),
-        leases=PostgresLeaseStore(executor),
+        slots=PostgresSlotStore(executor),
         steps=PostgresStepStore(executor),
         events=PostgresEventBus(executor, slots),
         outbox=PostgresOutboxStore(executor, slots),

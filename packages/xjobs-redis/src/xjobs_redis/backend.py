@@ -17,7 +17,7 @@ from xjobs_redis.errors import interpret_error
 from xjobs_redis.events import RedisEventBus
 from xjobs_redis.executor import Executor
 from xjobs_redis.keys import DEFAULT_PREFIX, Keys, validate_prefix
-from xjobs_redis.leases import RedisLeaseStore
+from xjobs_redis.slots import RedisSlotStore
 from xjobs_redis.scheduler import RedisLeader, RedisSchedulerState
 from xjobs_redis.steps import RedisStepStore
 from xjobs_redis.wake import WakeSubscriber
@@ -98,7 +98,7 @@ async def open_backend(
         clock=clock,
         jobs=RedisJobDriver(executor, keys),
         workers=RedisWorkerRegistry(executor, keys),
-        leases=RedisLeaseStore(executor, keys),
+        slots=RedisSlotStore(executor, keys),
         steps=RedisStepStore(executor, keys),
         events=RedisEventBus(executor, keys),
         scheduler=RedisSchedulerState(executor, keys),

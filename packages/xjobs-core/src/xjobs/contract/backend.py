@@ -7,14 +7,13 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from xjobs.clock import Clock
-from xjobs.contract.driver import JobDriver
+from xjobs.contract.driver import BatchAck, JobDriver
 from xjobs.contract.stores import (
-    BackfillLedger,
     EventBus,
     LeaderElection,
-    LeaseStore,
     OutboxStore,
     SchedulerState,
+    SlotStore,
     StepStore,
     WorkerRegistry,
 )
@@ -24,16 +23,17 @@ CAPABILITIES: Final[frozenset[str]] = frozenset(
     {
         "jobs",
         "workers",
-        "leases",
+        "slots",
         "steps",
         "events",
         "outbox",
         "scheduler",
         "leader",
-        "backfills",
         "wake",
     }
 )
+# What a backend declares beyond its stores: `ack_many`, its driver settles many completions at once.
+FEATURES: Final[frozenset[str]] = frozenset({"ack_many"})
 
 
 class WakeSource:
@@ -72,23 +72,23 @@ class WakeSource:
 
 @dataclass(eq=False)
 class Backend:
-    """One engine's stores. `capabilities` names what it offers; a missing store is `None`."""
+    """One engine's stores. `capabilities` names what it offers (its stores and `features`); a missing store is `None`."""
 
     name: str
     url: str
     clock: Clock
     jobs: JobDriver
     workers: WorkerRegistry | None = None
-    leases: LeaseStore | None = None
+    slots: SlotStore | None = None
     steps: StepStore | None = None
     events: EventBus | None = None
     outbox: OutboxStore | None = None
     scheduler: SchedulerState | None = None
     leader: LeaderElection | None = None
-    backfills: BackfillLedger | None = None
     wake: WakeSource | None = None
     on_close: Callable[[], Awaitable[None]] | None = None
     on_install: Callable[[], Awaitable[None]] | None = None
+    features: frozenset[str] = frozenset()
     capabilities: frozenset[str] = field(init=False)
     _closed: bool = field(default=False, init=False)
 
@@ -97,7 +97,16 @@ class Backend:
         for cap in CAPABILITIES - {"jobs"}:
             if getattr(self, cap) is not None:
                 present.add(cap)
-        self.capabilities = frozenset(present)
+        unknown = self.features - FEATURES
+        if unknown:
+            raise CapabilityMissingError(
+                f"backend {self.name} declares unknown features {sorted(unknown)}; known: {sorted(FEATURES)}"
+            )
+        features = set(self.features)
+        if not isinstance(self.jobs, BatchAck):
+            # A driver swapped in (a wrapper in a test) without `ack_many` does not inherit it.
+            features.discard("ack_many")
+        self.capabilities = frozenset(present | features)
 
     def require(self, capability: str) -> None:
         """Refuse a call that needs a capability this backend lacks."""

@@ -8,7 +8,7 @@ from typing import Final, Literal, Protocol, runtime_checkable
 
 from xjobs.errors import ClaimQueuesEmptyError
 
-DRIVER_API_VERSION: Final = 1
+DRIVER_API_VERSION: Final = 2
 
 JobState = Literal["ready", "running", "waiting", "completed", "failed", "dead", "cancelled"]
 JOB_STATES: Final[tuple[JobState, ...]] = (
@@ -38,6 +38,7 @@ Outcome = Literal[
     "shed",
     "suspended",
     "interrupted",
+    "handed-back",
     "lease-lost",
 ]
 
@@ -148,22 +149,53 @@ class ClaimResult:
     buried: tuple[BuriedJob, ...] = ()
 
 
-NackKind = Literal["retry", "dead", "fail", "park", "shed"]
+NackState = Literal["ready", "waiting", "dead", "failed"]
+TERMINAL_NACK_STATES: Final[frozenset[str]] = frozenset({"dead", "failed"})
 
 
 @dataclass(frozen=True, slots=True)
 class Nack:
-    """How a run that did not complete settles.
+    """How a run that did not complete settles, decided by the settle room; a driver stores it as is.
 
-    `retry` and `shed` go back to `ready` at `run_at_ms`; `park` goes to `waiting` until `run_at_ms`
-    (or an event); `dead` and `fail` are terminal. `counts_as_attempt=False` hands the claim's
-    attempt back, so the run is not charged for it.
+    `state` is the job's next state: `ready` (a retry, a shed, a hand-back) and `waiting` (a park)
+    are due again at `run_at_ms` (`None`: the driver's now); `dead` and `failed` are terminal and
+    keep `run_at_ms`. `error`, when given, is written to `last_error`. `counts_as_attempt=False`
+    hands the claim's attempt back. `outcome` is the ending's name, as counters and logs read it.
     """
 
-    kind: NackKind
-    error: str | None = None
+    state: NackState
+    outcome: Outcome
     run_at_ms: int | None = None
+    error: str | None = None
     counts_as_attempt: bool = True
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the job is finished by this settle (`dead` or `failed`)."""
+        return self.state in TERMINAL_NACK_STATES
+
+    @property
+    def writes_error(self) -> bool:
+        """Whether this settle writes `last_error`."""
+        return self.error is not None
+
+
+MoveStatus = Literal["done", "missing", "finished", "live", "duplicate"]
+
+
+@dataclass(frozen=True, slots=True)
+class JobMove:
+    """What a driver answers to `cancel` or `requeue`; core raises the one refusal for each status.
+
+    `done` carries the moved job's `record`; `finished` (cancel) and `live` (requeue) carry the
+    job's current `state`; `duplicate` (requeue) carries the id of the live job that holds the
+    namespace in `holder`, when the driver knows it.
+    """
+
+    status: MoveStatus
+    record: JobRecord | None = None
+    state: str | None = None
+    holder: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,12 +277,15 @@ class JobDriver(Protocol):
         """Store the run's progress (0.0 to 1.0); answers whether the fence held."""
         ...
 
-    async def cancel(self, job_id: str, reason: str | None = None) -> JobRecord:
-        """Cancel a live job; a finished one is `JobNotCancellableError`, a missing one `JobNotFoundError`."""
+    async def cancel(self, job_id: str, reason: str | None = None) -> JobMove:
+        """Cancel a live job (`done`); answers `finished` or `missing` otherwise, writing nothing."""
         ...
 
-    async def requeue(self, job_id: str) -> JobRecord:
-        """Put a finished job back to `ready` with its attempts reset, in one statement."""
+    async def requeue(self, job_id: str) -> JobMove:
+        """Put a finished job back to `ready` with its attempts reset, in one statement (`done`).
+
+        Answers `missing`, `live`, or `duplicate` (a live job holds its namespace) otherwise.
+        """
         ...
 
     async def requeue_many(self, where: RequeueFilter) -> BulkResult:
@@ -259,6 +294,18 @@ class JobDriver(Protocol):
 
     async def get(self, job_id: str) -> JobRecord | None:
         """One job, or `None`."""
+        ...
+
+
+@runtime_checkable
+class BatchAck(Protocol):
+    """A driver that settles many runs `completed` in one round trip, each fenced on its claim.
+
+    A backend whose driver offers it declares the `ack_many` capability.
+    """
+
+    async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:
+        """Per claim, in order: whether it still owned its job and the job is now completed."""
         ...
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from collections.abc import Awaitable, Callable
@@ -31,9 +32,24 @@ class BackendFactory:
     name: str
     schemes: tuple[str, ...]
     open: OpenBackend
-    test_backend: TestBackend
+    test_backend: str
     api_version: int = DRIVER_API_VERSION
     description: str = ""
+
+    def open_test_backend(self, clock: Clock) -> AbstractAsyncContextManager[Backend]:
+        """A fresh, isolated backend for one test; `test_backend` ("module:attr") is imported only here.
+
+        Production never loads test scaffolding: a plugin names its test backend by a string, so
+        `connect()` and the entry points import no server fixtures.
+        """
+        module_name, _, attr = self.test_backend.partition(":")
+        if not module_name or not attr:
+            raise BackendUnknownError(
+                f"backend {self.name!r} names its test backend {self.test_backend!r}; "
+                "expected 'module:attr'"
+            )
+        found: TestBackend = getattr(importlib.import_module(module_name), attr)
+        return found(clock)
 
 
 @dataclass(frozen=True, slots=True)

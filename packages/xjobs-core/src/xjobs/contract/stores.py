@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from xjobs.contract.driver import Claim, EnqueueResult, NewJob
+from xjobs.contract.driver import Claim, EnqueueResult, Nack, NewJob
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ class SlotHolder:
 
 
 @runtime_checkable
-class LeaseStore(Protocol):
+class SlotStore(Protocol):
     """Fleet-wide concurrency slots: a row per held slot, owned by (job id, claim), with a TTL."""
 
     async def acquire(self, key: str, holder: SlotHolder, limit: int, ttl_ms: int) -> bool:
@@ -154,13 +154,13 @@ class EventBus(Protocol):
         (ordered by `sent_at_ms`, then id)."""
         ...
 
-    async def park(self, claim: Claim, wait: EventWait, run_at_ms: int) -> bool:
+    async def park(self, claim: Claim, wait: EventWait, nack: Nack) -> bool:
         """Atomically register `wait` (replacing the job's earlier wait) and park the claimed job.
 
-        The park is the driver's `nack(park)` with the same fence (state running and the claim):
-        `waiting`, the attempt handed back. The job is due at `run_at_ms`, or now when an event
-        matching the wait was sent at or after `wait.since_ms` (so an event sent between the
-        run's last look and the park is not lost). Answers whether the park landed.
+        The park stores the settle room's `nack` (`waiting`, the attempt handed back) with the
+        driver's fence (state running and the claim). The job is due at `nack.run_at_ms`, or now
+        when an event matching the wait was sent at or after `wait.since_ms` (so an event sent
+        between the run's last look and the park is not lost). Answers whether the park landed.
         """
         ...
 
@@ -280,17 +280,4 @@ class LeaderElection(Protocol):
 
     async def release(self, candidate: str) -> None:
         """Give leadership up if `candidate` holds it (a no-op otherwise)."""
-        ...
-
-
-@runtime_checkable
-class BackfillLedger(Protocol):
-    """What each backfill run swept, keyed by run."""
-
-    async def record(self, run_id: str, name: str, status: str, count: int) -> None:
-        """Write a run's ledger row."""
-        ...
-
-    async def completed(self, name: str) -> bool:
-        """Whether any run of `name` completed (only `completed` blocks a re-run)."""
         ...

@@ -17,17 +17,12 @@ from xjobs.contract.driver import (
     ClaimOptions,
     ClaimResult,
     EnqueueResult,
+    JobMove,
     JobRecord,
     Nack,
     NewJob,
     RequeueFilter,
     assert_claim_queues,
-)
-from xjobs.errors import (
-    JobNotCancellableError,
-    JobNotFoundError,
-    JobNotRequeueableError,
-    JobRequeueDuplicateError,
 )
 from xjobs.memory.rows import JobRow
 from xjobs.memory.workers import MemoryWorkerRegistry
@@ -233,13 +228,12 @@ class MemoryJobDriver:
         if not nack.counts_as_attempt:
             row.attempt = max(row.attempt - 1, 0)
         row.lease_until_ms = None
-        if nack.kind in ("retry", "shed", "park"):
-            row.state = "waiting" if nack.kind == "park" else "ready"
-            row.run_at_ms = nack.run_at_ms if nack.run_at_ms is not None else now
-        else:
-            row.state = "dead" if nack.kind == "dead" else "failed"
+        row.state = nack.state
+        if nack.terminal:
             row.finished_at_ms = now
-        if nack.kind != "shed" and nack.error is not None:
+        else:
+            row.run_at_ms = nack.run_at_ms if nack.run_at_ms is not None else now
+        if nack.writes_error:
             row.last_error = nack.error
         self._touch(row, now)
         return True
@@ -261,21 +255,19 @@ class MemoryJobDriver:
         row.updated_at_ms = self._clock.now_ms()
         return True
 
-    async def cancel(self, job_id: str, reason: str | None = None) -> JobRecord:
+    async def cancel(self, job_id: str, reason: str | None = None) -> JobMove:
         row = self._rows.get(job_id)
         if row is None:
-            raise JobNotFoundError(f"no job has id {job_id!r}")
+            return JobMove("missing")
         if row.state not in LIVE_STATES:
-            raise JobNotCancellableError(
-                f"job {job_id} is already {row.state}; only a live job can be cancelled"
-            )
+            return JobMove("finished", state=row.state)
         now = self._clock.now_ms()
         row.state = "cancelled"
         row.finished_at_ms = now
         row.lease_until_ms = None
         row.last_error = f"cancelled: {reason}" if reason else "cancelled"
         self._touch(row, now)
-        return row.record()
+        return JobMove("done", row.record())
 
     def _requeueable(self, row: JobRow, taken: set[tuple[str, str, str]]) -> bool:
         return row.namespace not in self._live and row.namespace not in taken
@@ -291,21 +283,16 @@ class MemoryJobDriver:
         row.progress = None
         self._touch(row, now)
 
-    async def requeue(self, job_id: str) -> JobRecord:
+    async def requeue(self, job_id: str) -> JobMove:
         row = self._rows.get(job_id)
         if row is None:
-            raise JobNotFoundError(f"no job has id {job_id!r}")
+            return JobMove("missing")
         if row.state in LIVE_STATES:
-            raise JobNotRequeueableError(
-                f"job {job_id} is {row.state}; only a finished job can be requeued"
-            )
+            return JobMove("live", state=row.state)
         if not self._requeueable(row, set()):
-            raise JobRequeueDuplicateError(
-                f"job {job_id} cannot be requeued: live job {self._live[row.namespace]} holds its "
-                "idempotency key"
-            )
+            return JobMove("duplicate", holder=self._live[row.namespace])
         self._reset(row, self._clock.now_ms())
-        return row.record()
+        return JobMove("done", row.record())
 
     def _requeue_candidates(self, where: RequeueFilter) -> list[JobRow]:
         rows = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from xjobs.clock import Clock
 from xjobs.contract.driver import Claim, Nack
@@ -45,13 +46,13 @@ class MemoryEventBus:
     async def find(self, name: str, match: str, since_ms: int) -> EventRecord | None:
         return self._find(name, match, since_ms)
 
-    async def park(self, claim: Claim, wait: EventWait, run_at_ms: int) -> bool:
+    async def park(self, claim: Claim, wait: EventWait, nack: Nack) -> bool:
         if not self._jobs.holds(claim):
             return False
         if self._find(wait.event, wait.match, wait.since_ms) is not None:
-            run_at_ms = self._clock.now_ms()
+            nack = replace(nack, run_at_ms=self._clock.now_ms())
         self._waits[wait.job_id] = wait
-        return await self._jobs.nack(claim, Nack("park", None, run_at_ms, counts_as_attempt=False))
+        return await self._jobs.nack(claim, nack)
 
     async def purge_expired(self, older_than_ms: int) -> int:
         purged = 0

@@ -13,9 +13,9 @@ from xjobs.contract.hookspecs import hookimpl
 from xjobs.contract.plugins import BackendFactory
 from xjobs.memory.driver import MemoryJobDriver
 from xjobs.memory.events import MemoryEventBus
-from xjobs.memory.leases import MemoryLeaseStore
 from xjobs.memory.outbox import MemoryOutboxStore
 from xjobs.memory.scheduler import MemoryLeader, MemorySchedulerState
+from xjobs.memory.slots import MemorySlotStore
 from xjobs.memory.steps import MemoryStepStore
 from xjobs.memory.workers import MemoryWorkerRegistry
 
@@ -33,13 +33,14 @@ def _fresh(url: str, clock: Clock) -> Backend:
         clock=clock,
         jobs=jobs,
         workers=workers,
-        leases=MemoryLeaseStore(clock),
+        slots=MemorySlotStore(clock),
         steps=MemoryStepStore(jobs),
         events=MemoryEventBus(clock, jobs),
         outbox=MemoryOutboxStore(clock, wake),
         scheduler=MemorySchedulerState(clock, jobs),
         leader=MemoryLeader(clock),
         wake=wake,
+        features=frozenset({"ack_many"}),
     )
 
 
@@ -72,7 +73,7 @@ def xjobs_backends() -> list[BackendFactory]:
             name="memory",
             schemes=("memory",),
             open=open_backend,
-            test_backend=test_backend,
+            test_backend="xjobs.memory.plugin:test_backend",
             description="in-process store, for development and tests; nothing survives the process",
         )
     ]

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from xjobs.clock import Clock
 from xjobs.contract.backend import Backend
-from xjobs.contract.driver import ClaimedJob, ClaimOptions, Nack
+from xjobs.contract.driver import ClaimedJob, ClaimOptions
 from xjobs.contract.stores import WorkerInfo
 from xjobs.declare.registry import Registry
 from xjobs.errors import DrainingError, WorkerStateError
@@ -24,6 +24,7 @@ from xjobs.roles.worker_stats import WorkerStats
 from xjobs.run.ack_batch import AckBatcher
 from xjobs.run.admit import assert_enforceable
 from xjobs.run.claimed import RunWiring, announce_buried, run_claimed
+from xjobs.run.settle import Settler
 from xjobs.run.settled import SettledHook
 from xjobs.run.signal import RunSignal
 
@@ -58,14 +59,20 @@ class Worker:
         self._driver = backend.jobs
         self._registry = registry
         self._clock = clock
+        self._settler = Settler(
+            backend.jobs,
+            clock,
+            hooks=hooks,
+            ack=AckBatcher(backend).ack,
+            events=backend.events,
+        )
         self._wiring = RunWiring(
             backend=backend,
             registry=registry,
             clock=clock,
-            hooks=hooks,
+            settler=self._settler,
             lease_ms=options.lease_ms,
             heartbeat_ms=options.heartbeat_ms,
-            acks=AckBatcher(backend.jobs),
         )
         self._state: State = "new"
         self._accepting = False
@@ -103,7 +110,7 @@ class Worker:
         if self._state != "new":
             raise WorkerStateError(f"worker {self.id} is {self._state}; a worker starts once")
         served = [h for h in self._registry.jobs.values() if h.queue in self.options.queues]
-        assert_enforceable(served, self._backend.leases)
+        assert_enforceable(served, self._backend.slots)
         self._state = "running"
         self._accepting = True
         self._until_idle = until_idle
@@ -324,10 +331,8 @@ class Worker:
 
     async def _hand_back(self, job: ClaimedJob) -> None:
         try:
-            await self._driver.nack(
-                job.claim, Nack("shed", run_at_ms=self._clock.now_ms(), counts_as_attempt=False)
-            )
-            self.stats.handed_back += 1
+            if await self._settler.hand_back(job):
+                self.stats.handed_back += 1
         except Exception:
             log.warning("jobs.worker.hand-back-failed", extra={"job_id": job.id}, exc_info=True)
 

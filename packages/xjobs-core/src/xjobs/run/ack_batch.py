@@ -1,4 +1,4 @@
-"""Acks of one worker settled together: a driver with `ack_many` lands every ack waiting in one call.
+"""Acks of one worker settled together: a backend that declares `ack_many` lands every ack waiting in one call.
 
 The first ack never waits for company; the acks that arrive while a call is in flight go in the
 next, so batches grow only under load (group commit). Each ack keeps its own fence and answer;
@@ -8,29 +8,22 @@ a batch that fails is retried one ack at a time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
-from xjobs.contract.driver import Claim, JobDriver
+from xjobs.contract.backend import Backend
+from xjobs.contract.driver import BatchAck, Claim
 
 MAX_BATCH = 500
 
 
-@runtime_checkable
-class BatchAck(Protocol):
-    """A driver that settles many runs as completed in one round trip, each fenced on its claim."""
-
-    async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:
-        """Per claim, in order: whether it still owned its job and the job is now completed."""
-        ...
-
-
 class AckBatcher:
-    """`ack` through the driver's `ack_many` when it has one, else straight through `ack`."""
+    """`ack` through the driver's `ack_many` when the backend declares it, else straight through `ack`."""
 
-    def __init__(self, driver: JobDriver, max_batch: int = MAX_BATCH) -> None:
+    def __init__(self, backend: Backend, max_batch: int = MAX_BATCH) -> None:
+        driver = backend.jobs
         self._driver = driver
-        self._batched = driver if isinstance(driver, BatchAck) else None
+        self._batched: BatchAck | None = None
+        if "ack_many" in backend.capabilities and isinstance(driver, BatchAck):
+            self._batched = driver
         self._max_batch = max_batch
         self._pending: list[tuple[Claim, asyncio.Future[bool]]] = []
         self._flusher: asyncio.Task[None] | None = None

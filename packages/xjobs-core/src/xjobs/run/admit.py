@@ -5,13 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from xjobs.contract.driver import ClaimedJob
-from xjobs.contract.stores import LeaseStore, SlotHolder
+from xjobs.contract.stores import SlotHolder, SlotStore
 from xjobs.declare.job import JobHandle
 from xjobs.errors import ConcurrencyUnenforceableError, XJobsError
-from xjobs.payload import decode_input
-
-SHED_DELAY_MS = 1000
+from xjobs.run.record import RunRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,34 +21,33 @@ class Admission:
     error: XJobsError | None = None
 
 
-def assert_enforceable(handles: list[JobHandle[Any]], leases: LeaseStore | None) -> None:
-    """A declared `concurrency` needs a lease store; without one the worker refuses to start."""
-    if leases is not None:
+def assert_enforceable(handles: list[JobHandle[Any]], slots: SlotStore | None) -> None:
+    """A declared `concurrency` needs a fleet slot store; without one the worker refuses to start."""
+    if slots is not None:
         return
     declared = sorted(h.name for h in handles if h.concurrency is not None)
     if declared:
         raise ConcurrencyUnenforceableError(
-            f"jobs {declared} declare concurrency, but this backend has no lease store to enforce it"
+            f"jobs {declared} declare concurrency, but this backend has no slot store to enforce it"
         )
 
 
-async def admit(
-    handle: JobHandle[Any], job: ClaimedJob, leases: LeaseStore | None, ttl_ms: int
-) -> Admission:
-    """Take the job's fleet slot; a busy key sheds (`wait`) or, on evidence of another holder, refuses (`fail`)."""
+async def admit(run: RunRecord, slots: SlotStore | None, ttl_ms: int) -> Admission:
+    """Take the run's fleet slot; a busy key sheds (`wait`) or, on evidence of another holder, refuses (`fail`)."""
+    handle, job = run.handle, run.job
+    assert handle is not None
     concurrency = handle.concurrency
-    if concurrency is None or leases is None:
+    if concurrency is None or slots is None or run.refusal is not None:
         return Admission("start")
     try:
-        value = decode_input(handle.input_model, job.payload, job=handle.name)
-        key = concurrency.lease_key(handle.name, value)
+        key = concurrency.lease_key(handle.name, run.value)
     except XJobsError as exc:  # the attempt fails with this error; the round goes on
         return Admission("undecidable", error=exc)
     holder = SlotHolder(job.id, job.claims)
-    if await leases.acquire(key, holder, concurrency.limit, ttl_ms):
+    if await slots.acquire(key, holder, concurrency.limit, ttl_ms):
         return Admission("start", slot_key=key)
     if concurrency.when_busy == "fail":
-        others = [h for h in await leases.holders(key) if h.job_id != job.id]
+        others = [h for h in await slots.holders(key) if h.job_id != job.id]
         if others:
             return Admission(
                 "refuse", reason=f"concurrency key {key!r} is held by job {others[0].job_id}"

@@ -74,7 +74,7 @@ create table if not exists {schema}.workers (
 );
 
 -- Fleet concurrency slots: one row per held slot, owned by a job id under one claim.
-create table if not exists {schema}.leases (
+create table if not exists {schema}.slots (
     key text not null,
     job_id text not null,
     claims integer not null,

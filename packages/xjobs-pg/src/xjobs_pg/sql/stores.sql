@@ -28,49 +28,49 @@ from {schema}.workers
 where expires_at_ms > coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
 order by id;
 
--- name: lease_lock
+-- name: slot_lock
 -- Serialises acquirers of one key for the rest of the transaction, so the count and the insert
--- of lease_acquire cannot race another acquirer.
+-- of slot_acquire cannot race another acquirer.
 select pg_advisory_xact_lock(hashtextextended($1, 0));
 
--- name: lease_acquire
+-- name: slot_acquire
 -- Takes a slot unless $4 unexpired holders have one already, where the slot of the holder
 -- itself counts once.
 with params as (
     select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
 ),
 swept as (
-    delete from {schema}.leases l using params p
+    delete from {schema}.slots l using params p
     where l.key = $2 and l.expires_at_ms <= p.now_ms and not (l.job_id = $3 and l.claims = $5)
     returning l.job_id
 ),
 held as (
     select count(*) filter (where not (l.job_id = $3 and l.claims = $5)) as others,
            count(*) filter (where l.job_id = $3 and l.claims = $5) as mine
-    from {schema}.leases l, params p
+    from {schema}.slots l, params p
     where l.key = $2 and l.expires_at_ms > p.now_ms
 )
-insert into {schema}.leases (key, job_id, claims, expires_at_ms)
+insert into {schema}.slots (key, job_id, claims, expires_at_ms)
 select $2, $3, $5, p.now_ms + $6::bigint
 from params p, held h
 where $4::int > 0 and (h.mine > 0 or h.others < $4::int)
 on conflict (key, job_id, claims) do update set expires_at_ms = excluded.expires_at_ms
 returning key;
 
--- name: lease_renew
-update {schema}.leases
+-- name: slot_renew
+update {schema}.slots
 set expires_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) + $5::bigint
 where key = $2 and job_id = $3 and claims = $4
   and expires_at_ms > coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint);
 
--- name: lease_release
-delete from {schema}.leases
+-- name: slot_release
+delete from {schema}.slots
 where key = $2 and job_id = $3 and claims = $4
   and expires_at_ms > coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint);
 
--- name: lease_holders
+-- name: slot_holders
 select job_id, claims
-from {schema}.leases
+from {schema}.slots
 where key = $2 and expires_at_ms > coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
 order by job_id, claims;
 

@@ -13,9 +13,10 @@ from xjobs.contract.driver import (
     ClaimResult,
     JobRecord,
     JobState,
-    Nack,
     NewJob,
 )
+from xjobs.contract.moves import moved
+from xjobs.run.settle import ending, parking
 from xjobs.testing.rows import new_job
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from xjobs.contract.backend import Backend
     from xjobs.contract.plugins import BackendFactory
-    from xjobs.contract.stores import LeaseStore, WorkerRegistry
+    from xjobs.contract.stores import SlotStore, WorkerRegistry
 
 PARKED_FOR_MS = 60_000
 
@@ -49,11 +50,11 @@ class ParityEnv:
         return workers
 
     @property
-    def leases(self) -> LeaseStore:
-        """The lease store (mark the scenario `@pytest.mark.requires("leases")`)."""
-        leases = self.backend.leases
-        assert leases is not None, 'mark the scenario @pytest.mark.requires("leases")'
-        return leases
+    def slots(self) -> SlotStore:
+        """The fleet slot store (mark the scenario `@pytest.mark.requires("slots")`)."""
+        slots = self.backend.slots
+        assert slots is not None, 'mark the scenario @pytest.mark.requires("slots")'
+        return slots
 
     def app(self, jobs: Iterable[object] = (), **options: Any) -> App:
         """An `App` over this scenario's backend and clock (it does not own the backend)."""
@@ -69,6 +70,14 @@ class ParityEnv:
         (result,) = await self.backend.jobs.enqueue([job])
         assert not result.deduped, f"expected a new job, the enqueue was deduped to {result.job_id}"
         return job
+
+    async def cancel(self, job_id: str, reason: str | None = None) -> JobRecord:
+        """`jobs.cancel` read back as the App reads it: the record, or the refusal its answer names."""
+        return moved("cancel", job_id, await self.backend.jobs.cancel(job_id, reason))
+
+    async def requeue(self, job_id: str) -> JobRecord:
+        """`jobs.requeue` read back as the App reads it: the record, or the refusal its answer names."""
+        return moved("requeue", job_id, await self.backend.jobs.requeue(job_id))
 
     async def record(self, job_id: str) -> JobRecord:
         """The stored job, failing the scenario if there is none."""
@@ -121,13 +130,13 @@ class ParityEnv:
         now = self.clock.now_ms()
         landed = True
         if state == "waiting":
-            park = Nack(kind="park", run_at_ms=now + PARKED_FOR_MS, counts_as_attempt=False)
+            park = parking(now + PARKED_FOR_MS)
             landed = await jobs.nack(claimed.claim, park)
         elif state == "completed":
             landed = await jobs.ack(claimed.claim)
         elif state == "failed":
-            landed = await jobs.nack(claimed.claim, Nack(kind="fail", error="failed for good"))
+            landed = await jobs.nack(claimed.claim, ending(False, "failed for good"))
         elif state == "dead":
-            landed = await jobs.nack(claimed.claim, Nack(kind="dead", error="dead-lettered"))
+            landed = await jobs.nack(claimed.claim, ending(True, "dead-lettered"))
         assert landed, f"the settle to {state!r} did not land"
         return job

@@ -26,6 +26,7 @@ from xjobs.contract.driver import (
     ClaimResult,
     EnqueueResult,
     JobDriver,
+    JobMove,
     JobRecord,
     Nack,
     NewJob,
@@ -175,10 +176,10 @@ class CountingDriver:
     async def record_progress(self, claim: Claim, progress: float) -> bool:
         return await self.inner.record_progress(claim, progress)
 
-    async def cancel(self, job_id: str, reason: str | None = None) -> JobRecord:
+    async def cancel(self, job_id: str, reason: str | None = None) -> JobMove:
         return await self.inner.cancel(job_id, reason)
 
-    async def requeue(self, job_id: str) -> JobRecord:
+    async def requeue(self, job_id: str) -> JobMove:
         return await self.inner.requeue(job_id)
 
     async def requeue_many(self, where: RequeueFilter) -> BulkResult:

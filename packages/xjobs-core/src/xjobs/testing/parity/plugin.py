@@ -53,7 +53,7 @@ async def _run_scenario(
     if env is None:
         await func(**kwargs)
         return
-    async with env.factory.test_backend(env.clock) as backend:
+    async with env.factory.open_test_backend(env.clock) as backend:
         for marker in item.iter_markers("requires"):
             for capability in marker.args:
                 if capability not in backend.capabilities:

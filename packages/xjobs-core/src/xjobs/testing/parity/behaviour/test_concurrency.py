@@ -45,8 +45,8 @@ class TestConcurrencyEnforcement:
         async def body(ctx: JobContext, input: Item) -> None:
             return None
 
-        without_leases = replace(parity.backend, leases=None)
-        app = App(without_leases, jobs=[body], clock=parity.clock)
+        without_slots = replace(parity.backend, slots=None)
+        app = App(without_slots, jobs=[body], clock=parity.clock)
         async with app:
             worker = app.worker()
             with pytest.raises(XJobsError) as refused:
@@ -55,7 +55,7 @@ class TestConcurrencyEnforcement:
         assert worker.state == "new"
 
 
-@pytest.mark.requires("leases")
+@pytest.mark.requires("slots")
 class TestFleetConcurrency:
     async def test_a_job_limit_of_one_never_runs_two_bodies_across_workers(
         self, parity: ParityEnv

@@ -6,13 +6,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from xjobs.contract.driver import BulkResult, Nack, RequeueFilter
+from xjobs.contract.driver import BulkResult, RequeueFilter
 from xjobs.errors import (
     JobNotCancellableError,
     JobNotFoundError,
     JobNotRequeueableError,
     JobRequeueDuplicateError,
 )
+from xjobs.run.settle import ending
 
 if TYPE_CHECKING:
     from xjobs.contract.driver import JobState
@@ -30,14 +31,14 @@ class TestCancel:
     async def test_cancels_a_live_job(self, parity: ParityEnv, state: JobState) -> None:
         """Rule: `cancel` is fenced on LIVE_STATES: a ready, running or waiting job is cancelled."""
         job = await parity.job_in_state(state)
-        cancelled = await parity.backend.jobs.cancel(job.id, "operator asked")
+        cancelled = await parity.cancel(job.id, "operator asked")
         assert (cancelled.id, cancelled.state) == (job.id, "cancelled")
 
     async def test_a_cancel_is_stored(self, parity: ParityEnv) -> None:
         """Rule: a cancelled job is stored `cancelled`, a finished state with its finish time."""
         job = await parity.job_in_state("running")
         now = parity.clock.advance(10)
-        await parity.backend.jobs.cancel(job.id)
+        await parity.cancel(job.id)
         record = await parity.record(job.id)
         assert (record.state, record.finished_at_ms) == ("cancelled", now)
 
@@ -46,7 +47,7 @@ class TestCancel:
         """Rule: `cancel` of a finished job is `XJOBS_JOB_NOT_CANCELLABLE`."""
         job = await parity.job_in_state(state)
         with pytest.raises(JobNotCancellableError) as refused:
-            await parity.backend.jobs.cancel(job.id)
+            await parity.cancel(job.id)
         assert refused.value.code == "XJOBS_JOB_NOT_CANCELLABLE"
 
     async def test_a_refused_cancel_leaves_the_job_as_it_was(self, parity: ParityEnv) -> None:
@@ -54,27 +55,27 @@ class TestCancel:
         job = await parity.job_in_state("completed")
         before = await parity.record(job.id)
         with pytest.raises(JobNotCancellableError):
-            await parity.backend.jobs.cancel(job.id)
+            await parity.cancel(job.id)
         assert await parity.record(job.id) == before
 
     async def test_refuses_a_missing_job(self, parity: ParityEnv) -> None:
         """Rule: `cancel` of an unknown id is `XJOBS_JOB_NOT_FOUND`."""
         with pytest.raises(JobNotFoundError) as refused:
-            await parity.backend.jobs.cancel(parity.new_job().id)
+            await parity.cancel(parity.new_job().id)
         assert refused.value.code == "XJOBS_JOB_NOT_FOUND"
 
     async def test_the_holders_next_heartbeat_misses(self, parity: ParityEnv) -> None:
         """Rule: a cancelled running job's worker sees its next heartbeat miss."""
         await parity.enqueue()
         claimed = await parity.claim_one(lease_ms=LEASE_MS)
-        await parity.backend.jobs.cancel(claimed.id)
+        await parity.cancel(claimed.id)
         assert await parity.backend.jobs.heartbeat(claimed.claim, LEASE_MS) is False
 
     async def test_the_holders_ack_misses(self, parity: ParityEnv) -> None:
         """Rule: the settle is fenced on `state = 'running'`, so a cancel is not overwritten."""
         await parity.enqueue()
         claimed = await parity.claim_one(lease_ms=LEASE_MS)
-        await parity.backend.jobs.cancel(claimed.id)
+        await parity.cancel(claimed.id)
         landed = await parity.backend.jobs.ack(claimed.claim)
         assert (landed, (await parity.record(claimed.id)).state) == (False, "cancelled")
 
@@ -82,7 +83,7 @@ class TestCancel:
         """Rule: a cancelled job is finished; no claim returns it, even after its lease lapsed."""
         await parity.enqueue()
         claimed = await parity.claim_one(lease_ms=LEASE_MS)
-        await parity.backend.jobs.cancel(claimed.id)
+        await parity.cancel(claimed.id)
         parity.clock.advance(LEASE_MS + 1)
         result = await parity.claim(worker_id="worker-b")
         assert (result.jobs, result.buried) == ((), ())
@@ -90,7 +91,7 @@ class TestCancel:
     async def test_frees_the_namespace(self, parity: ParityEnv) -> None:
         """Rule: the namespace is held by LIVE rows only, so a cancel frees it for a new enqueue."""
         old = await parity.enqueue(idempotency_key="k1")
-        await parity.backend.jobs.cancel(old.id)
+        await parity.cancel(old.id)
         job = parity.new_job(idempotency_key="k1")
         (result,) = await parity.backend.jobs.enqueue([job])
         assert (result.job_id, result.deduped) == (job.id, False)
@@ -100,7 +101,7 @@ class TestRequeue:
     async def test_refuses_a_missing_job(self, parity: ParityEnv) -> None:
         """Rule: `requeue` refuses a missing job (`XJOBS_JOB_NOT_FOUND`)."""
         with pytest.raises(JobNotFoundError) as refused:
-            await parity.backend.jobs.requeue(parity.new_job().id)
+            await parity.requeue(parity.new_job().id)
         assert refused.value.code == "XJOBS_JOB_NOT_FOUND"
 
     @pytest.mark.parametrize("state", LIVE)
@@ -108,7 +109,7 @@ class TestRequeue:
         """Rule: `requeue` refuses a live job (`XJOBS_JOB_NOT_REQUEUEABLE`)."""
         job = await parity.job_in_state(state)
         with pytest.raises(JobNotRequeueableError) as refused:
-            await parity.backend.jobs.requeue(job.id)
+            await parity.requeue(job.id)
         assert refused.value.code == "XJOBS_JOB_NOT_REQUEUEABLE"
 
     async def test_a_refused_requeue_leaves_a_live_job_as_it_was(self, parity: ParityEnv) -> None:
@@ -116,7 +117,7 @@ class TestRequeue:
         job = await parity.job_in_state("running")
         before = await parity.record(job.id)
         with pytest.raises(JobNotRequeueableError):
-            await parity.backend.jobs.requeue(job.id)
+            await parity.requeue(job.id)
         assert await parity.record(job.id) == before
 
     async def test_refuses_a_job_whose_namespace_has_a_live_row(self, parity: ParityEnv) -> None:
@@ -124,7 +125,7 @@ class TestRequeue:
         old = await parity.job_in_state("dead", idempotency_key="k1")
         await parity.enqueue(idempotency_key="k1")
         with pytest.raises(JobRequeueDuplicateError) as refused:
-            await parity.backend.jobs.requeue(old.id)
+            await parity.requeue(old.id)
         assert refused.value.code == "XJOBS_JOB_REQUEUE_DUPLICATE"
 
     async def test_a_duplicate_requeue_leaves_the_job_finished(self, parity: ParityEnv) -> None:
@@ -133,7 +134,7 @@ class TestRequeue:
         before = await parity.record(old.id)
         await parity.enqueue(idempotency_key="k1")
         with pytest.raises(JobRequeueDuplicateError):
-            await parity.backend.jobs.requeue(old.id)
+            await parity.requeue(old.id)
         assert await parity.record(old.id) == before
 
     @pytest.mark.parametrize("state", FINISHED)
@@ -142,7 +143,7 @@ class TestRequeue:
     ) -> None:
         """Rule: `requeue` puts a finished job back to `ready` with its attempts reset."""
         job = await parity.job_in_state(state)
-        requeued = await parity.backend.jobs.requeue(job.id)
+        requeued = await parity.requeue(job.id)
         record = await parity.record(job.id)
         assert (requeued.state, requeued.attempt, record.state, record.attempt) == (
             "ready",
@@ -154,29 +155,29 @@ class TestRequeue:
     async def test_a_requeued_job_is_claimable(self, parity: ParityEnv) -> None:
         """Rule: a requeued job is due now and is claimed as its first attempt."""
         job = await parity.job_in_state("dead")
-        await parity.backend.jobs.requeue(job.id)
+        await parity.requeue(job.id)
         claimed = await parity.claim_one(worker_id="worker-b")
         assert (claimed.id, claimed.attempt) == (job.id, 1)
 
     async def test_keeps_counting_claims(self, parity: ParityEnv) -> None:
         """Rule: `claims` is the fencing token and is never reset, not even by a requeue."""
         job = await parity.job_in_state("dead")
-        await parity.backend.jobs.requeue(job.id)
+        await parity.requeue(job.id)
         assert (await parity.claim_one()).claims == 2
 
     async def test_the_old_claim_misses_after_a_requeue(self, parity: ParityEnv) -> None:
         """Rule: a settle from before the requeue cannot land on the requeued run."""
         job = await parity.enqueue()
         old = await parity.claim_one(worker_id="worker-a")
-        assert await parity.backend.jobs.nack(old.claim, Nack(kind="dead", error="gave up"))
-        await parity.backend.jobs.requeue(job.id)
+        assert await parity.backend.jobs.nack(old.claim, ending(True, "gave up"))
+        await parity.requeue(job.id)
         await parity.claim_one(worker_id="worker-a")
         assert await parity.backend.jobs.ack(old.claim) is False
 
     async def test_a_requeued_job_holds_its_namespace_again(self, parity: ParityEnv) -> None:
         """Rule: a requeued job is live, so its namespace dedupes again."""
         job = await parity.job_in_state("dead", idempotency_key="k1")
-        await parity.backend.jobs.requeue(job.id)
+        await parity.requeue(job.id)
         (result,) = await parity.backend.jobs.enqueue([parity.new_job(idempotency_key="k1")])
         assert (result.job_id, result.deduped) == (job.id, True)
 
@@ -263,3 +264,42 @@ class TestRequeueMany:
         await parity.job_in_state("dead", idempotency_key="k1")
         await parity.job_in_state("dead", idempotency_key="k1")
         assert await parity.backend.jobs.requeue_many(RequeueFilter()) == BulkResult(1, 0)
+
+
+class TestMoveAnswers:
+    """The driver answers a move's status; core raises the one refusal (contract/moves.py)."""
+
+    async def test_cancel_answers_done_with_the_record(self, parity: ParityEnv) -> None:
+        """Rule: a cancel that moved the job answers `done` and the cancelled record."""
+        job = await parity.enqueue()
+        move = await parity.backend.jobs.cancel(job.id, "why")
+        assert (move.status, move.record and move.record.state) == ("done", "cancelled")
+
+    async def test_cancel_answers_finished_with_the_state(self, parity: ParityEnv) -> None:
+        """Rule: a cancel of a finished job answers `finished` and the state it is in."""
+        job = await parity.job_in_state("dead")
+        move = await parity.backend.jobs.cancel(job.id)
+        assert (move.status, move.state, move.record) == ("finished", "dead", None)
+
+    async def test_cancel_answers_missing(self, parity: ParityEnv) -> None:
+        """Rule: a cancel of an unknown id answers `missing`."""
+        move = await parity.backend.jobs.cancel(parity.new_job().id)
+        assert move.status == "missing"
+
+    async def test_requeue_answers_live_with_the_state(self, parity: ParityEnv) -> None:
+        """Rule: a requeue of a live job answers `live` and its state."""
+        job = await parity.job_in_state("running")
+        move = await parity.backend.jobs.requeue(job.id)
+        assert (move.status, move.state) == ("live", "running")
+
+    async def test_requeue_answers_duplicate_with_the_holder(self, parity: ParityEnv) -> None:
+        """Rule: a requeue whose namespace a live job holds answers `duplicate` naming that job."""
+        old = await parity.job_in_state("dead", idempotency_key="k1")
+        holder = await parity.enqueue(idempotency_key="k1")
+        move = await parity.backend.jobs.requeue(old.id)
+        assert (move.status, move.holder) == ("duplicate", holder.id)
+
+    async def test_requeue_answers_missing(self, parity: ParityEnv) -> None:
+        """Rule: a requeue of an unknown id answers `missing`."""
+        move = await parity.backend.jobs.requeue(parity.new_job().id)
+        assert move.status == "missing"

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from xjobs.contract.driver import Claim, Nack
+from xjobs.contract.driver import BatchAck, Claim
 from xjobs.ids import new_id
-from xjobs.run.ack_batch import BatchAck
+from xjobs.run.settle import retrying
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -35,7 +35,7 @@ async def _ack_many(jobs: JobDriver, claim: Claim) -> bool:
 
 
 async def _nack(jobs: JobDriver, claim: Claim) -> bool:
-    return await jobs.nack(claim, Nack(kind="retry", error="boom"))
+    return await jobs.nack(claim, retrying("boom"))
 
 
 async def _heartbeat(jobs: JobDriver, claim: Claim) -> bool:
@@ -122,7 +122,7 @@ class TestFence:
         await parity.enqueue()
         claimed = await parity.claim_one(lease_ms=LEASE_MS)
         retry_at = parity.clock.now_ms() + 60_000
-        assert await parity.backend.jobs.nack(claimed.claim, Nack(kind="retry", run_at_ms=retry_at))
+        assert await parity.backend.jobs.nack(claimed.claim, retrying(None, retry_at))
         before = await parity.record(claimed.id)
         assert (
             await write(parity.backend.jobs, claimed.claim),

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from xjobs.contract.driver import Nack
+from xjobs.run.settle import ending, handing_back, parking, retrying, shedding
 
 if TYPE_CHECKING:
-    from xjobs.contract.driver import ClaimedJob, NackKind
+    from xjobs.contract.driver import ClaimedJob
     from xjobs.testing.parity.env import ParityEnv
 
 pytestmark = pytest.mark.xjobs_parity
@@ -32,7 +33,7 @@ class TestNack:
         """Rule: `retry` goes back to `ready` at `run_at`, with `last_error` set."""
         claimed = await _claimed(parity)
         retry_at = parity.clock.now_ms() + LATER_MS
-        await _nack(parity, claimed, Nack(kind="retry", error="boom", run_at_ms=retry_at))
+        await _nack(parity, claimed, retrying("boom", retry_at))
         record = await parity.record(claimed.id)
         assert (record.state, record.run_at_ms, record.last_error) == ("ready", retry_at, "boom")
 
@@ -40,7 +41,7 @@ class TestNack:
         """Rule: a retry counts as an attempt: the next claim is attempt 2."""
         claimed = await _claimed(parity)
         retry_at = parity.clock.now_ms() + LATER_MS
-        await _nack(parity, claimed, Nack(kind="retry", error="boom", run_at_ms=retry_at))
+        await _nack(parity, claimed, retrying("boom", retry_at))
         assert (await parity.record(claimed.id)).attempt == 1
         parity.clock.set(retry_at + 1)
         assert (await parity.claim_one()).attempt == 2
@@ -49,7 +50,7 @@ class TestNack:
         """Rule: a retry is delayed until its `run_at`."""
         claimed = await _claimed(parity)
         retry_at = parity.clock.now_ms() + LATER_MS
-        await _nack(parity, claimed, Nack(kind="retry", error="boom", run_at_ms=retry_at))
+        await _nack(parity, claimed, retrying("boom", retry_at))
         parity.clock.set(retry_at - 1)
         assert (await parity.claim(worker_id="worker-b")).jobs == ()
 
@@ -59,7 +60,7 @@ class TestNack:
         await _nack(
             parity,
             claimed,
-            Nack(kind="retry", run_at_ms=parity.clock.now_ms(), counts_as_attempt=False),
+            handing_back(parity.clock.now_ms()),
         )
         record = await parity.record(claimed.id)
         assert (record.state, record.attempt) == ("ready", 0)
@@ -72,7 +73,7 @@ class TestNack:
         await _nack(
             parity,
             claimed,
-            Nack(kind="retry", run_at_ms=parity.clock.now_ms(), counts_as_attempt=False),
+            handing_back(parity.clock.now_ms()),
         )
         again = await parity.claim_one()
         assert (again.attempt, again.claims) == (1, 2)
@@ -81,7 +82,7 @@ class TestNack:
         """Rule: `dead` is terminal, kept for an operator with its error and finish time."""
         claimed = await _claimed(parity)
         now = parity.clock.advance(10)
-        await _nack(parity, claimed, Nack(kind="dead", error="gave up"))
+        await _nack(parity, claimed, ending(True, "gave up"))
         record = await parity.record(claimed.id)
         assert (record.state, record.last_error, record.finished_at_ms) == ("dead", "gave up", now)
 
@@ -89,7 +90,7 @@ class TestNack:
         """Rule: `fail` is terminal (`failed`), with its error and finish time."""
         claimed = await _claimed(parity)
         now = parity.clock.advance(10)
-        await _nack(parity, claimed, Nack(kind="fail", error="bad input"))
+        await _nack(parity, claimed, ending(False, "bad input"))
         record = await parity.record(claimed.id)
         assert (record.state, record.last_error, record.finished_at_ms) == (
             "failed",
@@ -97,13 +98,13 @@ class TestNack:
             now,
         )
 
-    @pytest.mark.parametrize("kind", ["dead", "fail"])
+    @pytest.mark.parametrize("dead_letter", [True, False])
     async def test_a_terminal_nack_is_never_claimed_again(
-        self, parity: ParityEnv, kind: NackKind
+        self, parity: ParityEnv, dead_letter: bool
     ) -> None:
         """Rule: a `dead` or `failed` job is finished; no claim returns it."""
         claimed = await _claimed(parity)
-        await _nack(parity, claimed, Nack(kind=kind, error="x"))
+        await _nack(parity, claimed, ending(dead_letter, "x"))
         parity.clock.advance(LATER_MS)
         assert (await parity.claim(worker_id="worker-b")).jobs == ()
 
@@ -111,7 +112,7 @@ class TestNack:
         """Rule: `park` is a suspension: `waiting`, and uncounted with counts_as_attempt=False."""
         claimed = await _claimed(parity)
         wake_at = parity.clock.now_ms() + LATER_MS
-        await _nack(parity, claimed, Nack(kind="park", run_at_ms=wake_at, counts_as_attempt=False))
+        await _nack(parity, claimed, parking(wake_at))
         record = await parity.record(claimed.id)
         assert (record.state, record.attempt) == ("waiting", 0)
 
@@ -119,7 +120,7 @@ class TestNack:
         """Rule: a parked job waits until its wake time."""
         claimed = await _claimed(parity)
         wake_at = parity.clock.now_ms() + LATER_MS
-        await _nack(parity, claimed, Nack(kind="park", run_at_ms=wake_at, counts_as_attempt=False))
+        await _nack(parity, claimed, parking(wake_at))
         parity.clock.set(wake_at - 1)
         assert (await parity.claim(worker_id="worker-b")).jobs == ()
 
@@ -127,7 +128,7 @@ class TestNack:
         """Rule: a parked job is claimable again once its `run_at` passed, as the same attempt."""
         claimed = await _claimed(parity)
         wake_at = parity.clock.now_ms() + LATER_MS
-        await _nack(parity, claimed, Nack(kind="park", run_at_ms=wake_at, counts_as_attempt=False))
+        await _nack(parity, claimed, parking(wake_at))
         parity.clock.set(wake_at + 1)
         resumed = await parity.claim_one(worker_id="worker-b")
         assert (resumed.id, resumed.attempt, resumed.claims) == (claimed.id, 1, 2)
@@ -138,25 +139,20 @@ class TestNack:
         await _nack(
             parity,
             claimed,
-            Nack(kind="shed", run_at_ms=parity.clock.now_ms() + 100, counts_as_attempt=False),
+            shedding(parity.clock.now_ms() + 100),
         )
         record = await parity.record(claimed.id)
         assert (record.state, record.attempt) == ("ready", 0)
 
     async def test_shed_leaves_last_error_unchanged(self, parity: ParityEnv) -> None:
-        """Rule: shed writes no `last_error`; the one a previous attempt left stays."""
+        """Rule: a nack with no error (a shed) writes no `last_error`; the one a previous attempt left stays."""
         first = await _claimed(parity)
-        await _nack(parity, first, Nack(kind="retry", error="first failure"))
+        await _nack(parity, first, retrying("first failure"))
         second = await parity.claim_one(lease_ms=LEASE_MS)
         await _nack(
             parity,
             second,
-            Nack(
-                kind="shed",
-                error="key busy",
-                run_at_ms=parity.clock.now_ms() + 100,
-                counts_as_attempt=False,
-            ),
+            shedding(parity.clock.now_ms() + 100),
         )
         assert (await parity.record(second.id)).last_error == "first failure"
 
@@ -164,7 +160,7 @@ class TestNack:
         """Rule: a shed job is ready again at its `run_at`, as the same attempt."""
         claimed = await _claimed(parity)
         retry_at = parity.clock.now_ms() + 100
-        await _nack(parity, claimed, Nack(kind="shed", run_at_ms=retry_at, counts_as_attempt=False))
+        await _nack(parity, claimed, shedding(retry_at))
         parity.clock.set(retry_at + 1)
         again = await parity.claim_one(worker_id="worker-b")
         assert (again.id, again.attempt) == (claimed.id, 1)

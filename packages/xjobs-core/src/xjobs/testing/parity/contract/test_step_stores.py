@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from xjobs import JobContext, job
-from xjobs.contract.driver import WAIT_FOREVER_MS, Claim, ClaimedJob, Nack
+from xjobs.contract.driver import WAIT_FOREVER_MS, Claim, ClaimedJob
 from xjobs.contract.stores import EventBus, EventRecord, EventWait, StepRecord, StepStore
 from xjobs.errors import AbortedError, LeaseLostError, XJobsError
 from xjobs.ids import new_id
+from xjobs.run.settle import parking, retrying
 from xjobs.testing import rows
 from xjobs.testing.parity.env import ParityEnv
 from xjobs.testing.parity.jobs import (
@@ -79,7 +80,7 @@ async def _running(parity: ParityEnv) -> ClaimedJob:
 async def _reclaimed(parity: ParityEnv) -> tuple[ClaimedJob, ClaimedJob]:
     """A job claimed, retried at once, and claimed again by the same worker: (first, second)."""
     first = await _running(parity)
-    retry = Nack("retry", run_at_ms=parity.clock.now_ms())
+    retry = retrying(None, parity.clock.now_ms())
     assert await parity.backend.jobs.nack(first.claim, retry)
     second = await parity.claim_one()
     assert (second.id, second.worker_id, second.claims) == (
@@ -98,7 +99,9 @@ async def _parked(
     now = parity.clock.now_ms()
     at = now + HOUR_MS if run_at_ms is None else run_at_ms
     since = wait.pop("since_ms", now)
-    landed = await _bus(parity).park(claimed.claim, _wait(claimed, since_ms=since, **wait), at)
+    landed = await _bus(parity).park(
+        claimed.claim, _wait(claimed, since_ms=since, **wait), parking(at)
+    )
     assert landed, "the park under the live claim did not land"
     return claimed, at
 
@@ -205,14 +208,14 @@ class TestStepPutFence:
     async def test_a_put_after_the_job_was_cancelled_is_refused(self, parity: ParityEnv) -> None:
         """Rule: a cancel ends the running state; a step write under the old claim answers False."""
         claimed = await _running(parity)
-        await parity.backend.jobs.cancel(claimed.id, "operator asked")
+        await parity.cancel(claimed.id, "operator asked")
         landed = await _steps(parity).put(claimed.claim, _step(claimed))
         assert (landed, await _steps(parity).list(claimed.run_id, claimed.queue)) == (False, [])
 
     async def test_a_put_while_the_job_is_parked_is_refused(self, parity: ParityEnv) -> None:
         """Rule: a parked (`waiting`) job is not running; a step write under its last claim answers False."""
         claimed = await _running(parity)
-        park = Nack("park", run_at_ms=parity.clock.now_ms() + HOUR_MS, counts_as_attempt=False)
+        park = parking(parity.clock.now_ms() + HOUR_MS)
         assert await parity.backend.jobs.nack(claimed.claim, park)
         landed = await _steps(parity).put(claimed.claim, _step(claimed))
         assert (landed, await _steps(parity).list(claimed.run_id, claimed.queue)) == (False, [])
@@ -338,7 +341,7 @@ class TestStepWriteFence:
         @job(tenant=org_of, idempotency_key=key_of, queue=QUEUE)
         async def flow(ctx: JobContext, input: Item) -> None:
             async def cancel_and_outlive_it() -> str:
-                await parity.backend.jobs.cancel(ctx.job_id, "operator said so")
+                await parity.cancel(ctx.job_id, "operator said so")
                 try:
                     # The next heartbeat (every 100 ms of a 300 ms lease) misses, reads the job
                     # cancelled and aborts the run, which cancels this sleep.
@@ -480,7 +483,7 @@ class TestPark:
         """Rule: a park is the driver's `nack(park)`: `waiting`, the attempt handed back, due at `run_at_ms`."""
         claimed = await _running(parity)
         run_at = parity.clock.now_ms() + HOUR_MS
-        landed = await _bus(parity).park(claimed.claim, _wait(claimed), run_at)
+        landed = await _bus(parity).park(claimed.claim, _wait(claimed), parking(run_at))
         record = await parity.record(claimed.id)
         assert landed is True
         assert (record.state, record.attempt, record.claims, record.run_at_ms) == (
@@ -511,28 +514,32 @@ class TestPark:
         claimed = await _running(parity)
         before = await parity.record(claimed.id)
         intruder = replace(claimed.claim, worker_id="worker-b")
-        landed = await _bus(parity).park(intruder, _wait(claimed), parity.clock.now_ms() + 10)
+        landed = await _bus(parity).park(
+            intruder, _wait(claimed), parking(parity.clock.now_ms() + 10)
+        )
         assert (landed, await parity.record(claimed.id)) == (False, before)
 
     async def test_a_park_under_an_earlier_claim_is_refused(self, parity: ParityEnv) -> None:
         """Rule: the park is fenced on the claims count: an earlier claim answers False."""
         first, second = await _reclaimed(parity)
         before = await parity.record(second.id)
-        landed = await _bus(parity).park(first.claim, _wait(first), parity.clock.now_ms() + 10)
+        landed = await _bus(parity).park(
+            first.claim, _wait(first), parking(parity.clock.now_ms() + 10)
+        )
         assert (landed, await parity.record(second.id)) == (False, before)
 
     async def test_a_park_after_the_job_completed_is_refused(self, parity: ParityEnv) -> None:
         """Rule: the park is fenced on `state = 'running'`: after the ack it answers False."""
         claimed = await _running(parity)
         assert await parity.backend.jobs.ack(claimed.claim)
-        landed = await _bus(parity).park(claimed.claim, _wait(claimed), WAIT_FOREVER_MS)
+        landed = await _bus(parity).park(claimed.claim, _wait(claimed), parking(WAIT_FOREVER_MS))
         assert (landed, (await parity.record(claimed.id)).state) == (False, "completed")
 
     async def test_a_park_after_the_job_was_cancelled_is_refused(self, parity: ParityEnv) -> None:
         """Rule: the park is fenced on `state = 'running'`: after a cancel it answers False."""
         claimed = await _running(parity)
-        await parity.backend.jobs.cancel(claimed.id)
-        landed = await _bus(parity).park(claimed.claim, _wait(claimed), WAIT_FOREVER_MS)
+        await parity.cancel(claimed.id)
+        landed = await _bus(parity).park(claimed.claim, _wait(claimed), parking(WAIT_FOREVER_MS))
         assert (landed, (await parity.record(claimed.id)).state) == (False, "cancelled")
 
     async def test_a_refused_park_registers_no_wait(self, parity: ParityEnv) -> None:
@@ -541,7 +548,7 @@ class TestPark:
         now = parity.clock.now_ms()
         intruder = replace(claimed.claim, worker_id="worker-b")
         wait = _wait(claimed, since_ms=now, deadline_ms=now + 10)
-        assert await _bus(parity).park(intruder, wait, now + 10) is False
+        assert await _bus(parity).park(intruder, wait, parking(now + 10)) is False
         assert await _bus(parity).purge_expired(now + 11) == 0
 
     async def test_an_event_sent_at_since_makes_the_park_due_now(self, parity: ParityEnv) -> None:
@@ -551,7 +558,7 @@ class TestPark:
         sent = await _bus(parity).send(EVENT, '{"order": "o-7"}')
         now = parity.clock.advance(20)
         wait = _wait(claimed, match='{"order": "o-7"}', since_ms=sent.sent_at_ms)
-        landed = await _bus(parity).park(claimed.claim, wait, now + HOUR_MS)
+        landed = await _bus(parity).park(claimed.claim, wait, parking(now + HOUR_MS))
         assert (landed, await _due(parity, claimed.id)) == (True, ("waiting", now))
         assert (await parity.claim_one(worker_id="worker-b")).id == claimed.id
 
@@ -562,7 +569,9 @@ class TestPark:
         claimed = await _running(parity)
         await _bus(parity).send(EVENT, "{}")
         since = parity.clock.advance(1)
-        landed = await _bus(parity).park(claimed.claim, _wait(claimed, since_ms=since), since + 50)
+        landed = await _bus(parity).park(
+            claimed.claim, _wait(claimed, since_ms=since), parking(since + 50)
+        )
         assert (landed, await _due(parity, claimed.id)) == (True, ("waiting", since + 50))
 
     async def test_an_event_that_does_not_match_leaves_the_park_at_run_at(
@@ -574,7 +583,7 @@ class TestPark:
         await _bus(parity).send(EVENT, '{"order": "o-8"}')
         await _bus(parity).send(OTHER_EVENT, '{"order": "o-7"}')
         wait = _wait(claimed, match='{"order": "o-7"}', since_ms=since)
-        landed = await _bus(parity).park(claimed.claim, wait, since + 50)
+        landed = await _bus(parity).park(claimed.claim, wait, parking(since + 50))
         assert (landed, await _due(parity, claimed.id)) == (True, ("waiting", since + 50))
 
     async def test_a_new_park_replaces_the_jobs_earlier_wait(self, parity: ParityEnv) -> None:
@@ -584,7 +593,7 @@ class TestPark:
         assert again.id == claimed.id
         run_at = parity.clock.now_ms() + HOUR_MS
         wait = _wait(again, since_ms=parity.clock.now_ms())
-        assert await _bus(parity).park(again.claim, wait, run_at)
+        assert await _bus(parity).park(again.claim, wait, parking(run_at))
         parity.clock.advance(5)
         await _bus(parity).send(OTHER_EVENT, "{}")
         after_old = await _due(parity, claimed.id)
@@ -658,7 +667,7 @@ class TestSendWakes:
     async def test_a_job_that_stopped_waiting_is_not_woken(self, parity: ParityEnv) -> None:
         """Rule: a send moves a job from `waiting` only; a cancelled job stays as it is."""
         claimed, _ = await _parked(parity)
-        cancelled = await parity.backend.jobs.cancel(claimed.id, "no longer needed")
+        cancelled = await parity.cancel(claimed.id, "no longer needed")
         parity.clock.advance(5)
         await _bus(parity).send(EVENT, "{}")
         assert await parity.record(claimed.id) == cancelled

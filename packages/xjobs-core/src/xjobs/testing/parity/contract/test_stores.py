@@ -117,108 +117,108 @@ class TestWorkerRegistry:
         ]
 
 
-@pytest.mark.requires("leases")
+@pytest.mark.requires("slots")
 class TestLeaseStore:
     async def test_acquires_up_to_the_limit(self, parity: ParityEnv) -> None:
         """Rule: a slot of `key` is taken while fewer than `limit` unexpired holders have one."""
-        taken = [await parity.leases.acquire(KEY, _holder(j), 2, TTL_MS) for j in (J1, J2)]
+        taken = [await parity.slots.acquire(KEY, _holder(j), 2, TTL_MS) for j in (J1, J2)]
         assert taken == [True, True]
 
     async def test_refuses_over_the_limit(self, parity: ParityEnv) -> None:
         """Rule: with `limit` unexpired holders, another holder is refused."""
         for job in (J1, J2):
-            await parity.leases.acquire(KEY, _holder(job), 2, TTL_MS)
-        assert await parity.leases.acquire(KEY, _holder(J3), 2, TTL_MS) is False
+            await parity.slots.acquire(KEY, _holder(job), 2, TTL_MS)
+        assert await parity.slots.acquire(KEY, _holder(J3), 2, TTL_MS) is False
 
     async def test_a_holder_acquiring_again_counts_once(self, parity: ParityEnv) -> None:
         """Rule: a holder's own slot counts once."""
-        await parity.leases.acquire(KEY, _holder(J1), 2, TTL_MS)
-        again = await parity.leases.acquire(KEY, _holder(J1), 2, TTL_MS)
-        other = await parity.leases.acquire(KEY, _holder(J2), 2, TTL_MS)
-        holders = set(await parity.leases.holders(KEY))
+        await parity.slots.acquire(KEY, _holder(J1), 2, TTL_MS)
+        again = await parity.slots.acquire(KEY, _holder(J1), 2, TTL_MS)
+        other = await parity.slots.acquire(KEY, _holder(J2), 2, TTL_MS)
+        holders = set(await parity.slots.holders(KEY))
         assert (again, other, holders) == (True, True, {_holder(J1), _holder(J2)})
 
     async def test_another_claim_of_the_same_job_is_another_holder(self, parity: ParityEnv) -> None:
         """Rule: a slot is owned by (job id, claim); a later claim of the job is a new holder."""
-        await parity.leases.acquire(KEY, _holder(J1, claims=1), 1, TTL_MS)
-        assert await parity.leases.acquire(KEY, _holder(J1, claims=2), 1, TTL_MS) is False
+        await parity.slots.acquire(KEY, _holder(J1, claims=1), 1, TTL_MS)
+        assert await parity.slots.acquire(KEY, _holder(J1, claims=2), 1, TTL_MS) is False
 
     async def test_keys_are_counted_apart(self, parity: ParityEnv) -> None:
         """Rule: each lease key has its own slots."""
-        await parity.leases.acquire("job:first", _holder(J1), 1, TTL_MS)
-        assert await parity.leases.acquire("job:second", _holder(J2), 1, TTL_MS) is True
+        await parity.slots.acquire("job:first", _holder(J1), 1, TTL_MS)
+        assert await parity.slots.acquire("job:second", _holder(J2), 1, TTL_MS) is True
 
     async def test_release_frees_the_slot(self, parity: ParityEnv) -> None:
         """Rule: a released slot can be taken by another holder."""
-        await parity.leases.acquire(KEY, _holder(J1), 1, TTL_MS)
-        released = await parity.leases.release(KEY, _holder(J1))
-        taken = await parity.leases.acquire(KEY, _holder(J2), 1, TTL_MS)
+        await parity.slots.acquire(KEY, _holder(J1), 1, TTL_MS)
+        released = await parity.slots.release(KEY, _holder(J1))
+        taken = await parity.slots.acquire(KEY, _holder(J2), 1, TTL_MS)
         assert (released, taken) == (True, True)
 
     async def test_release_is_idempotent(self, parity: ParityEnv) -> None:
         """Rule: a slot is released idempotently; a second release answers False."""
-        await parity.leases.acquire(KEY, _holder(J1), 1, TTL_MS)
-        first = await parity.leases.release(KEY, _holder(J1))
-        second = await parity.leases.release(KEY, _holder(J1))
+        await parity.slots.acquire(KEY, _holder(J1), 1, TTL_MS)
+        first = await parity.slots.release(KEY, _holder(J1))
+        second = await parity.slots.release(KEY, _holder(J1))
         assert (first, second) == (True, False)
 
     async def test_release_by_a_non_holder_frees_nothing(self, parity: ParityEnv) -> None:
         """Rule: only the holder's own slot is released."""
-        await parity.leases.acquire(KEY, _holder(J1), 1, TTL_MS)
-        released = await parity.leases.release(KEY, _holder(J2))
-        assert (released, await parity.leases.holders(KEY)) == (False, [_holder(J1)])
+        await parity.slots.acquire(KEY, _holder(J1), 1, TTL_MS)
+        released = await parity.slots.release(KEY, _holder(J2))
+        assert (released, await parity.slots.holders(KEY)) == (False, [_holder(J1)])
 
     async def test_an_expired_slot_is_reclaimed(self, parity: ParityEnv) -> None:
         """Rule: a slot is reclaimed when its TTL lapses — never a counter a crash can leak."""
-        await parity.leases.acquire(KEY, _holder(J1), 1, TTL_MS)
+        await parity.slots.acquire(KEY, _holder(J1), 1, TTL_MS)
         parity.clock.advance(TTL_MS + 1)
-        taken = await parity.leases.acquire(KEY, _holder(J2), 1, TTL_MS)
-        assert (taken, await parity.leases.holders(KEY)) == (True, [_holder(J2)])
+        taken = await parity.slots.acquire(KEY, _holder(J2), 1, TTL_MS)
+        assert (taken, await parity.slots.holders(KEY)) == (True, [_holder(J2)])
 
     async def test_an_unexpired_slot_is_kept(self, parity: ParityEnv) -> None:
         """Rule: a slot holds for its TTL."""
-        await parity.leases.acquire(KEY, _holder(J1), 1, TTL_MS)
+        await parity.slots.acquire(KEY, _holder(J1), 1, TTL_MS)
         parity.clock.advance(TTL_MS - 1)
-        assert await parity.leases.acquire(KEY, _holder(J2), 1, TTL_MS) is False
+        assert await parity.slots.acquire(KEY, _holder(J2), 1, TTL_MS) is False
 
     async def test_holders_lists_only_unexpired_holders(self, parity: ParityEnv) -> None:
         """Rule: `holders` answers the unexpired holders of a key."""
-        await parity.leases.acquire(KEY, _holder(J1), 3, TTL_MS)
-        await parity.leases.acquire(KEY, _holder(J2), 3, TTL_MS * 5)
+        await parity.slots.acquire(KEY, _holder(J1), 3, TTL_MS)
+        await parity.slots.acquire(KEY, _holder(J2), 3, TTL_MS * 5)
         parity.clock.advance(TTL_MS + 1)
-        assert await parity.leases.holders(KEY) == [_holder(J2)]
+        assert await parity.slots.holders(KEY) == [_holder(J2)]
 
     async def test_holders_of_an_unknown_key_is_empty(self, parity: ParityEnv) -> None:
         """Rule: `holders` is evidence of a run holding the key; no slot, no holder."""
-        assert await parity.leases.holders(KEY) == []
+        assert await parity.slots.holders(KEY) == []
 
     async def test_renew_extends_the_slot(self, parity: ParityEnv) -> None:
         """Rule: `renew` extends the holder's slot by `ttl_ms` from now."""
-        await parity.leases.acquire(KEY, _holder(J1), 1, TTL_MS)
+        await parity.slots.acquire(KEY, _holder(J1), 1, TTL_MS)
         parity.clock.advance(TTL_MS - 200)
-        renewed = await parity.leases.renew(KEY, _holder(J1), TTL_MS)
+        renewed = await parity.slots.renew(KEY, _holder(J1), TTL_MS)
         parity.clock.advance(TTL_MS - 200)
-        assert (renewed, await parity.leases.holders(KEY)) == (True, [_holder(J1)])
+        assert (renewed, await parity.slots.holders(KEY)) == (True, [_holder(J1)])
 
     async def test_renew_without_a_slot_answers_false(self, parity: ParityEnv) -> None:
         """Rule: `renew` answers whether the holder still held the slot; it never takes one."""
-        renewed = await parity.leases.renew(KEY, _holder(J1), TTL_MS)
-        assert (renewed, await parity.leases.holders(KEY)) == (False, [])
+        renewed = await parity.slots.renew(KEY, _holder(J1), TTL_MS)
+        assert (renewed, await parity.slots.holders(KEY)) == (False, [])
 
     async def test_renew_after_the_slot_expired_answers_false(self, parity: ParityEnv) -> None:
         """Rule: a slot whose TTL lapsed is no longer held; renewing it answers False."""
-        await parity.leases.acquire(KEY, _holder(J1), 1, TTL_MS)
+        await parity.slots.acquire(KEY, _holder(J1), 1, TTL_MS)
         parity.clock.advance(TTL_MS + 1)
-        assert await parity.leases.renew(KEY, _holder(J1), TTL_MS) is False
+        assert await parity.slots.renew(KEY, _holder(J1), TTL_MS) is False
 
     async def test_a_limit_of_zero_refuses_every_acquire(self, parity: ParityEnv) -> None:
         """Rule: a concurrency limit of 0 is a hard stop, never "unlimited"."""
-        taken = [await parity.leases.acquire(KEY, _holder(j), 0, TTL_MS) for j in (J1, J2)]
-        assert (taken, await parity.leases.holders(KEY)) == ([False, False], [])
+        taken = [await parity.slots.acquire(KEY, _holder(j), 0, TTL_MS) for j in (J1, J2)]
+        assert (taken, await parity.slots.holders(KEY)) == ([False, False], [])
 
     async def test_a_limit_of_zero_refuses_even_a_holder_of_the_key(
         self, parity: ParityEnv
     ) -> None:
         """Rule: a limit of 0 is a hard stop for every acquire, a slot's own holder included."""
-        await parity.leases.acquire(KEY, _holder(J1), 1, TTL_MS)
-        assert await parity.leases.acquire(KEY, _holder(J1), 0, TTL_MS) is False
+        await parity.slots.acquire(KEY, _holder(J1), 1, TTL_MS)
+        assert await parity.slots.acquire(KEY, _holder(J1), 0, TTL_MS) is False

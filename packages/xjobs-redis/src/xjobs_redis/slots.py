@@ -18,7 +18,7 @@ def holder_of(text: str) -> SlotHolder:
     return SlotHolder(job_id=job_id, claims=int(claims))
 
 
-class RedisLeaseStore:
+class RedisSlotStore:
     """Each operation is one script on the key's own slot; expired slots are removed as it runs."""
 
     def __init__(self, executor: Executor, keys: Keys) -> None:
@@ -27,16 +27,16 @@ class RedisLeaseStore:
 
     async def acquire(self, key: str, holder: SlotHolder, limit: int, ttl_ms: int) -> bool:
         args: list[Arg] = [self._x.now(), member(holder), limit, ttl_ms]
-        return bool(await self._x.run("lease_acquire", [self._keys.lease(key)], args) == 1)
+        return bool(await self._x.run("slot_acquire", [self._keys.lease(key)], args) == 1)
 
     async def renew(self, key: str, holder: SlotHolder, ttl_ms: int) -> bool:
         args: list[Arg] = [self._x.now(), member(holder), ttl_ms]
-        return bool(await self._x.run("lease_renew", [self._keys.lease(key)], args) == 1)
+        return bool(await self._x.run("slot_renew", [self._keys.lease(key)], args) == 1)
 
     async def release(self, key: str, holder: SlotHolder) -> bool:
         args: list[Arg] = [self._x.now(), member(holder)]
-        return bool(await self._x.run("lease_release", [self._keys.lease(key)], args) == 1)
+        return bool(await self._x.run("slot_release", [self._keys.lease(key)], args) == 1)
 
     async def holders(self, key: str) -> list[SlotHolder]:
-        members = await self._x.run("lease_holders", [self._keys.lease(key)], [self._x.now()])
+        members = await self._x.run("slot_holders", [self._keys.lease(key)], [self._x.now()])
         return sorted((holder_of(str(m)) for m in members), key=lambda h: (h.job_id, h.claims))

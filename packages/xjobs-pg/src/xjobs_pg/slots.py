@@ -6,8 +6,8 @@ from xjobs.contract.stores import SlotHolder
 from xjobs_pg.executor import Executor
 
 
-class PostgresLeaseStore:
-    """Slots in `<schema>.leases`; acquirers of one key serialise on a transaction advisory lock."""
+class PostgresSlotStore:
+    """Slots in `<schema>.slots`; acquirers of one key serialise on a transaction advisory lock."""
 
     def __init__(self, executor: Executor) -> None:
         self._x = executor
@@ -17,18 +17,18 @@ class PostgresLeaseStore:
             return False
         acquire = (self._x.now(), key, holder.job_id, limit, holder.claims, ttl_ms)
         _, taken = await self._x.in_transaction(
-            [("lease_lock", (key,)), ("lease_acquire", acquire)]
+            [("slot_lock", (key,)), ("slot_acquire", acquire)]
         )
         return bool(taken)
 
     async def renew(self, key: str, holder: SlotHolder, ttl_ms: int) -> bool:
         args = (self._x.now(), key, holder.job_id, holder.claims, ttl_ms)
-        return await self._x.execute("lease_renew", *args) == 1
+        return await self._x.execute("slot_renew", *args) == 1
 
     async def release(self, key: str, holder: SlotHolder) -> bool:
         args = (self._x.now(), key, holder.job_id, holder.claims)
-        return await self._x.execute("lease_release", *args) == 1
+        return await self._x.execute("slot_release", *args) == 1
 
     async def holders(self, key: str) -> list[SlotHolder]:
-        rows = await self._x.fetch("lease_holders", self._x.now(), key)
+        rows = await self._x.fetch("slot_holders", self._x.now(), key)
         return [SlotHolder(job_id=row["job_id"], claims=row["claims"]) for row in rows]

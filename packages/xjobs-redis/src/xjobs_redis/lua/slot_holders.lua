@@ -1,4 +1,4 @@
--- lease_holders: read-only; the unexpired holders of one lease key.
+-- slot_holders: read-only; the unexpired holders of one lease key.
 -- KEYS[1]  the lease key's ZSET (member `<job_id>:<claims>` -> expiry)
 -- ARGV[1]  now in epoch ms, or '' for the server's clock
 -- reply: the unexpired members `<job_id>:<claims>`

@@ -6,7 +6,7 @@ from xjobs.clock import Clock
 from xjobs.contract.stores import SlotHolder
 
 
-class MemoryLeaseStore:
+class MemorySlotStore:
     """Slots per key, each holder with its expiry."""
 
     def __init__(self, clock: Clock) -> None:

@@ -1,4 +1,4 @@
--- lease_acquire: take a fleet concurrency slot of one key unless ARGV[3] unexpired holders have
+-- slot_acquire: take a fleet concurrency slot of one key unless ARGV[3] unexpired holders have
 -- one already; the holder's own unexpired slot counts once (and is extended). A limit of 0 or
 -- less refuses every acquire. Expired slots are removed first.
 -- KEYS[1]  the lease key's ZSET (member `<job_id>:<claims>` -> expiry)

@@ -1,0 +1,56 @@
+"""One claimed job as a run knows it: the input decoded once, the tenant derived once, the claim."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from xjobs.contract.driver import Claim, ClaimedJob
+from xjobs.declare.job import JobHandle
+from xjobs.errors import XJobsError
+from xjobs.payload import decode_input
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """What admission, execution and settlement share: decoded once per run, never again.
+
+    `refusal` is why the input or the tenant could not be derived; the attempt then fails with it
+    and the body never runs. `handle` is `None` for a row whose job this process does not know.
+    """
+
+    job: ClaimedJob
+    handle: JobHandle[Any] | None
+    value: Any = None
+    tenant: str | None = None
+    refusal: XJobsError | None = None
+
+    @property
+    def claim(self) -> Claim:
+        """The fence every settle of this run carries."""
+        return self.job.claim
+
+    @classmethod
+    def open(cls, handle: JobHandle[Any] | None, job: ClaimedJob) -> RunRecord:
+        """Decode the payload and derive the tenant once; a refusal is kept, never raised."""
+        if handle is None:
+            return cls(job, None)
+        try:
+            value = decode_input(handle.input_model, job.payload, job=handle.name)
+        except XJobsError as exc:
+            return cls(job, handle, refusal=exc)
+        try:
+            tenant = handle.tenant_for(value)
+        except XJobsError as exc:
+            return cls(job, handle, value, refusal=exc)
+        return cls(job, handle, value, tenant)
+
+    @staticmethod
+    def tenant_of(handle: JobHandle[Any] | None, payload: str) -> str | None:
+        """A tenant for an announcement of a row that never ran here, best effort."""
+        if handle is None:
+            return None
+        try:
+            return handle.tenant_for(handle.input_model.model_validate_json(payload))
+        except Exception:
+            return None

@@ -1,0 +1,268 @@
+"""The settle room: every way a run ends is decided, stored, logged and announced here, once.
+
+A driver stores the `Nack` it is handed and never re-derives it; the retry rule, the final-attempt
+rule and the `jobs.settle.unowned` line exist only in this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from xjobs.clock import Clock
+from xjobs.contract.driver import (
+    LAPSED_ON_FINAL_ATTEMPT,
+    WAIT_FOREVER_MS,
+    BuriedJob,
+    Claim,
+    ClaimedJob,
+    JobDriver,
+    Nack,
+    Outcome,
+)
+from xjobs.contract.stores import EventBus
+from xjobs.declare.job import JobHandle
+from xjobs.declare.retry import is_terminal_error
+from xjobs.errors import (
+    DrainingError,
+    JobCancelledError,
+    JobNotRegisteredError,
+    LeaseLostError,
+    SlotLostError,
+)
+from xjobs.run.record import RunRecord
+from xjobs.run.settled import Settled, SettledHook, announce_settled
+from xjobs.run.steps import StepSuspension
+
+log = logging.getLogger("xjobs.run.settle")
+
+MAX_ERROR_CHARS = 4000
+# A shed (busy key) or an unknown job name is due again after this long.
+SHED_DELAY_MS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """How one run ended: its outcome, whether the settle landed, and when a retry is due."""
+
+    outcome: Outcome
+    landed: bool
+    error: str | None = None
+    resume_at_ms: int | None = None
+
+
+def describe_error(error: BaseException) -> str:
+    """The `last_error` text: the error's type and message first, then its traceback, bounded."""
+    head = f"{type(error).__name__}: {error}"
+    if error.__traceback__ is None:
+        return head[:MAX_ERROR_CHARS]
+    frames = "".join(traceback.format_tb(error.__traceback__))
+    return f"{head}\n{frames}".rstrip()[:MAX_ERROR_CHARS]
+
+
+# -- the nacks: each way a run that did not complete settles -------------------------------------
+
+
+def retrying(error: str | None, run_at_ms: int | None = None) -> Nack:
+    """A counted failure with attempts left: back to `ready` at `run_at_ms` (`None`: now)."""
+    return Nack("ready", "retried", run_at_ms, error)
+
+
+def ending(dead_letter: bool, error: str | None) -> Nack:
+    """A failure for good: `dead` (kept for an operator) or, with `dead_letter=False`, `failed`."""
+    if dead_letter:
+        return Nack("dead", "dead-lettered", error=error)
+    return Nack("failed", "dropped", error=error)
+
+
+def parking(run_at_ms: int) -> Nack:
+    """A suspension: `waiting` until `run_at_ms` (or an event), uncounted, no error."""
+    return Nack("waiting", "suspended", run_at_ms, counts_as_attempt=False)
+
+
+def shedding(run_at_ms: int) -> Nack:
+    """A busy key with `when_busy="wait"`: back to `ready`, uncounted, no `last_error`."""
+    return Nack("ready", "shed", run_at_ms, counts_as_attempt=False)
+
+
+def handing_back(run_at_ms: int) -> Nack:
+    """A claim that never started (the drain raced it, admission failed): back, uncounted."""
+    return Nack("ready", "handed-back", run_at_ms, counts_as_attempt=False)
+
+
+def interrupting(error: str, run_at_ms: int) -> Nack:
+    """The drain cut a running job short: retried now, uncounted."""
+    return Nack("ready", "interrupted", run_at_ms, error, counts_as_attempt=False)
+
+
+def refusing(error: str) -> Nack:
+    """A busy key with `when_busy="fail"` and evidence of another holder: `failed`, uncounted."""
+    return Nack("failed", "refused", error=error, counts_as_attempt=False)
+
+
+def deciding(
+    job: ClaimedJob, handle: JobHandle[Any] | None, error: BaseException, now_ms: int
+) -> Nack:
+    """The retry decision, read from the error: the settle itself sits outside it."""
+    text = describe_error(error)
+    if isinstance(error, DrainingError):
+        return interrupting(text, now_ms)
+    if isinstance(error, SlotLostError):
+        return Nack("ready", "retried", now_ms, text, counts_as_attempt=False)
+    if is_terminal_error(error) or job.attempt >= job.max_attempts:
+        return ending(job.dead_letter, text)
+    delay_ms = SHED_DELAY_MS if handle is None else handle.retry.delay_ms(job.attempt)
+    return retrying(text, now_ms + delay_ms)
+
+
+# -- the room ---------------------------------------------------------------------------------------
+
+
+class Settler:
+    """Stores a run's ending through the driver, logs a missed fence once, and announces the ending."""
+
+    def __init__(
+        self,
+        driver: JobDriver,
+        clock: Clock,
+        *,
+        hooks: tuple[SettledHook, ...] = (),
+        ack: Callable[[Claim], Awaitable[bool]] | None = None,
+        events: EventBus | None = None,
+    ) -> None:
+        self._driver = driver
+        self._clock = clock
+        self._hooks = hooks
+        self._ack = ack or driver.ack
+        self._events = events
+
+    async def record_progress(self, claim: Claim, progress: float) -> bool:
+        """Store a run's progress, fenced like every settle."""
+        return await self._driver.record_progress(claim, progress)
+
+    def hooks_for(self, handle: JobHandle[Any] | None) -> tuple[SettledHook, ...]:
+        """The app's hooks, then the job's own `on_settled`."""
+        if handle is not None and handle.on_settled is not None:
+            return (*self._hooks, handle.on_settled)
+        return self._hooks
+
+    async def settle(self, run: RunRecord, error: BaseException | None) -> Execution:
+        """End a run the body (or its refusal) ended: completed, parked, lost, or the retry decision."""
+        if error is None:
+            return await self._land(run, None)
+        if isinstance(error, StepSuspension):
+            return await self.park(run, error)
+        if isinstance(error, LeaseLostError | JobCancelledError):
+            # The claim moved on (or an operator cancelled): this run writes nothing more.
+            outcome: Outcome = "cancelled" if isinstance(error, JobCancelledError) else "lease-lost"
+            return Execution(outcome, landed=False, error=describe_error(error))
+        return await self._land(run, deciding(run.job, run.handle, error, self._clock.now_ms()))
+
+    async def park(self, run: RunRecord, suspension: StepSuspension) -> Execution:
+        """A suspension parks the job until its wake time, or its event (the bus parks a wait)."""
+        run_at = suspension.resume_at_ms
+        wait = suspension.wait
+        poll_ms = None if run.handle is None else run.handle.event_poll_ms
+        if wait is not None and poll_ms is not None:
+            run_at = min(run_at, self._clock.now_ms() + poll_ms)
+        if wait is not None and self._events is not None:
+            landed = await self._events.park(run.claim, wait, parking(run_at))
+            if not landed:
+                return self._unowned(run.job, "suspended")
+        else:
+            execution = await self._land(run, parking(run_at))
+            if not execution.landed:
+                return execution
+        log.info(
+            "jobs.run.suspended",
+            extra={"job_id": run.job.id, "job": run.job.name, "step": suspension.step},
+        )
+        resume_at = None if run_at >= WAIT_FOREVER_MS else run_at
+        return Execution("suspended", landed=True, resume_at_ms=resume_at)
+
+    async def shed(self, run: RunRecord) -> Execution:
+        """A busy key with `when_busy="wait"`: due again after `SHED_DELAY_MS`."""
+        execution = await self._land(run, shedding(self._clock.now_ms() + SHED_DELAY_MS))
+        if execution.landed:
+            log.info("jobs.worker.shed", extra={"job_id": run.job.id, "job": run.job.name})
+        return execution
+
+    async def refuse(self, run: RunRecord, reason: str) -> Execution:
+        """A refusal by a busy key: failed, uncounted, announced; the body never ran."""
+        return await self._land(run, refusing(f"refused: {reason}"))
+
+    async def unknown(self, run: RunRecord) -> Execution:
+        """A row names a job this worker does not know: a counted failure, so it surfaces as dead."""
+        error = JobNotRegisteredError(f"no job named {run.job.name!r} is registered in this worker")
+        nack = deciding(run.job, None, error, self._clock.now_ms())
+        return await self._land(run, nack, announce=False)
+
+    async def hand_back(self, job: ClaimedJob) -> bool:
+        """Give back a claim that never started, uncounted; answers whether it landed."""
+        landed = await self._driver.nack(job.claim, handing_back(self._clock.now_ms()))
+        if not landed:
+            self._unowned(job, "handed-back")
+        return landed
+
+    async def buried(self, buried: BuriedJob, handle: JobHandle[Any] | None) -> None:
+        """The claim buried a lapsed lease on its final attempt: announce it as the ending it is."""
+        outcome: Outcome = "dead-lettered" if buried.state == "dead" else "dropped"
+        log.warning(
+            "jobs.claim.buried", extra={"job_id": buried.id, "job": buried.name, "outcome": outcome}
+        )
+        tenant = RunRecord.tenant_of(handle, buried.payload)
+        event = Settled(
+            buried.id,
+            buried.run_id,
+            buried.name,
+            buried.queue,
+            outcome,
+            buried.attempt,
+            tenant,
+            LAPSED_ON_FINAL_ATTEMPT,
+        )
+        await announce_settled(self.hooks_for(handle), event)
+
+    async def _land(self, run: RunRecord, nack: Nack | None, *, announce: bool = True) -> Execution:
+        """Store the ending (`None`: completed); a missed fence is logged once and announces nothing."""
+        job = run.job
+        if nack is None:
+            landed = await self._ack(job.claim)
+            outcome: Outcome = "completed"
+        else:
+            landed = await self._driver.nack(job.claim, nack)
+            outcome = nack.outcome
+        if not landed:
+            return self._unowned(job, outcome, nack.error if nack is not None else None)
+        error = None if nack is None else nack.error
+        attempt = job.attempt if nack is None or nack.counts_as_attempt else job.attempt - 1
+        event = Settled(
+            job.id, job.run_id, job.name, job.queue, outcome, attempt, run.tenant, error
+        )
+        if announce:
+            await announce_settled(self.hooks_for(run.handle), event)
+        resume_at = None
+        if nack is not None and nack.state == "ready" and outcome != "handed-back":
+            resume_at = nack.run_at_ms
+        return Execution(outcome, landed=True, error=error, resume_at_ms=resume_at)
+
+    @staticmethod
+    def _unowned(job: ClaimedJob, outcome: Outcome, error: str | None = None) -> Execution:
+        log.warning(
+            "jobs.settle.unowned", extra={"job_id": job.id, "job": job.name, "outcome": outcome}
+        )
+        return Execution("lease-lost", landed=False, error=error)
+
+
+async def flush_quietly(flush: Callable[[], Awaitable[None]], job: ClaimedJob) -> None:
+    """Flush the progress throttle before a settle; a failed flush never stops the settle."""
+    try:
+        await flush()
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.warning("jobs.progress.flush-failed", extra={"job_id": job.id}, exc_info=True)
