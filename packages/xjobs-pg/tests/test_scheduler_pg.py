@@ -31,6 +31,7 @@ from xjobs_pg.testing import (
     server_dsn,
     server_url,
     session,
+    slots_named_leases,
 )
 
 T = TypeVar("T")
@@ -586,9 +587,11 @@ async def test_opening_a_version_2_schema_adds_the_scheduler_tables(
     async with opened(other_schema):
         pass
     async with session() as conn:
-        # version 2 as it shipped: everything but the scheduler tables
-        for table in NEW_TABLES:
+        # version 2 as it shipped: everything but the scheduler tables (and the outbox), the
+        # slots under their old name
+        for table in (*NEW_TABLES, "outbox"):
             await conn.execute(f"drop table {quoted}.{table}")
+        await slots_named_leases(conn, schema)
         await conn.execute(f"update {quoted}.schema_version set version = 2")
     async with opened(schema) as backend:
         assert await state_of(backend).arm("t", None, 1) is True

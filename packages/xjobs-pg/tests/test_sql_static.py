@@ -19,12 +19,14 @@ import pytest
 import pytest_asyncio
 
 from xjobs.contract.backend import Backend
+from xjobs.contract.stores import SlotHolder, SlotStore
 from xjobs.errors import SchemaInvalidError
 from xjobs_pg.backend import asyncpg_dsn, open_backend
 from xjobs_pg.install import SCHEMA_VERSION, ddl_statements
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable
 from xjobs_pg.sql import SQL_FILES, Statements, read_sql, split_statements, strip_comments
+from xjobs_pg.testing import schema_structure, slots_named_leases
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 SQL_DIR = SRC / "xjobs_pg" / "sql"
@@ -186,6 +188,15 @@ def test_split_statements_cuts_at_semicolons_and_drops_comments() -> None:
     ]
 
 
+def test_split_statements_keeps_the_semicolons_of_a_dollar_quoted_body() -> None:
+    ddl = "select 1;\ndo $$\nbegin\n    perform 2;\nend\n$$;\nselect 3;"
+    assert split_statements(ddl) == [
+        "select 1",
+        "do $$\nbegin\n    perform 2;\nend\n$$",
+        "select 3",
+    ]
+
+
 def test_split_statements_of_comments_alone_is_empty() -> None:
     assert split_statements("-- only\n-- comments\n\n") == []
 
@@ -273,6 +284,19 @@ def server_url() -> str:
 @pytest_asyncio.fixture
 async def schema() -> AsyncIterator[str]:
     """A schema name no one used; dropped afterwards whatever the test installed there."""
+    url = server_url()
+    name = f"xjobs_t_{secrets.token_hex(6)}"
+    yield name
+    conn = await asyncpg.connect(asyncpg_dsn(url)[0])
+    try:
+        await conn.execute(f"drop schema if exists {quote_schema(name)} cascade")
+    finally:
+        await conn.close()
+
+
+@pytest_asyncio.fixture
+async def other_schema() -> AsyncIterator[str]:
+    """A second schema name no one used, for a fresh install to compare with."""
     url = server_url()
     name = f"xjobs_t_{secrets.token_hex(6)}"
     yield name
@@ -376,3 +400,96 @@ async def test_two_backends_opening_one_new_schema_at_once_both_open(schema: str
     relations, versions = await installed(url, schema)
     assert tables_of(relations) == sorted(TABLES)
     assert [row[:2] for row in versions] == [(True, SCHEMA_VERSION)]
+
+
+# -- (g) the slot table renamed in version 5 --------------------------------------------------
+
+HOLDER = SlotHolder(job_id="job-1", claims=1)
+
+
+async def as_version_4(url: str, schema: str) -> None:
+    """Turn a current install of `schema` back into version 4: its slot table named `leases`."""
+    conn = await asyncpg.connect(asyncpg_dsn(url)[0])
+    try:
+        await slots_named_leases(conn, schema)
+        await conn.execute(f"update {quote_schema(schema)}.schema_version set version = 4")
+    finally:
+        await conn.close()
+
+
+async def structure(url: str, schema: str) -> list[tuple[Any, ...]]:
+    conn = await asyncpg.connect(asyncpg_dsn(url)[0])
+    try:
+        return await schema_structure(conn, schema)
+    finally:
+        await conn.close()
+
+
+def slots_of(backend: Backend) -> SlotStore:
+    assert backend.slots is not None
+    return backend.slots
+
+
+@pytest.mark.asyncio
+async def test_opening_a_version_4_schema_renames_leases_to_slots_and_keeps_the_held_slots(
+    schema: str, other_schema: str
+) -> None:
+    url = server_url()
+    backend = await open_backend(url, schema=schema, max_size=2)
+    try:
+        assert await slots_of(backend).acquire("job:a", HOLDER, 1, 60_000) is True
+    finally:
+        await backend.close()
+    await close_all(await open_backend(url, schema=other_schema, max_size=2))
+    await as_version_4(url, schema)
+    backend = await open_backend(url, schema=schema, max_size=2)
+    try:
+        assert await slots_of(backend).holders("job:a") == [HOLDER]
+        relations, versions = await installed(url, schema)
+        await backend.install()
+        assert await installed(url, schema) == (relations, versions)
+    finally:
+        await backend.close()
+    assert tables_of(relations) == sorted(TABLES)
+    assert [row[:2] for row in versions] == [(True, SCHEMA_VERSION)]
+    assert await structure(url, schema) == await structure(url, other_schema)
+
+
+@pytest.mark.asyncio
+async def test_two_installs_racing_on_a_version_4_schema_rename_leases_once(schema: str) -> None:
+    url = server_url()
+    backend = await open_backend(url, schema=schema, max_size=2)
+    try:
+        assert await slots_of(backend).acquire("job:a", HOLDER, 1, 60_000) is True
+    finally:
+        await backend.close()
+    await as_version_4(url, schema)
+    a, b = [
+        await open_backend(url, schema=schema, max_size=2, install_schema=False) for _ in range(2)
+    ]
+    try:
+        await asyncio.gather(a.install(), b.install())
+        assert await slots_of(a).holders("job:a") == [HOLDER]
+    finally:
+        await close_all(a, b)
+    relations, versions = await installed(url, schema)
+    assert tables_of(relations) == sorted(TABLES)
+    assert [row[:2] for row in versions] == [(True, SCHEMA_VERSION)]
+
+
+@pytest.mark.asyncio
+async def test_an_install_leaves_a_leases_table_alone_when_slots_exists(schema: str) -> None:
+    url = server_url()
+    backend = await open_backend(url, schema=schema, max_size=2)
+    try:
+        conn = await asyncpg.connect(asyncpg_dsn(url)[0])
+        try:
+            await conn.execute(f"create table {quote_schema(schema)}.leases (x int)")
+        finally:
+            await conn.close()
+        await backend.install()
+        assert await slots_of(backend).acquire("job:a", HOLDER, 1, 60_000) is True
+    finally:
+        await backend.close()
+    relations, _ = await installed(url, schema)
+    assert tables_of(relations) == sorted((*TABLES, "leases"))

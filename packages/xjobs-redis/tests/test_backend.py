@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 import xjobs
 from xjobs.clock import ManualClock
 from xjobs.contract.backend import Backend
-from xjobs.contract.driver import Claim, ClaimOptions, Nack, NewJob
+from xjobs.contract.driver import Claim, ClaimOptions, NewJob
 from xjobs.contract.plugins import installed_backends
 from xjobs.contract.stores import SlotHolder
 from xjobs.errors import (
@@ -25,6 +25,7 @@ from xjobs.errors import (
     SchemaInvalidError,
 )
 from xjobs.ids import new_id
+from xjobs.run.settle import retrying
 from xjobs.testing import rows
 from xjobs_redis.backend import open_backend, split_url
 from xjobs_redis.driver import RedisJobDriver
@@ -192,7 +193,7 @@ class TestRoundTrips:
         assert await jobs.heartbeat(claimed.jobs[0].claim, 30_000)
         assert trips.take() == 1
         first = claimed.jobs[1]
-        assert await jobs.nack(Claim(first.id, "w", first.claims), Nack("retry"))
+        assert await jobs.nack(Claim(first.id, "w", first.claims), retrying(None))
         assert trips.take() == 3
         assert await jobs.get(first.id) is not None
         assert trips.take() == 2

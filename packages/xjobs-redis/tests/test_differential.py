@@ -16,7 +16,15 @@ import pytest
 
 from xjobs.clock import ManualClock
 from xjobs.contract.backend import Backend
-from xjobs.contract.driver import Claim, ClaimOptions, Nack, NewJob, RequeueFilter
+from xjobs.contract.driver import (
+    Claim,
+    ClaimOptions,
+    Nack,
+    NackState,
+    NewJob,
+    Outcome,
+)
+from xjobs.contract.introspection import RequeueFilter
 from xjobs.errors import XJobsError
 from xjobs.ids import new_id
 from xjobs.memory.plugin import test_backend as memory_backend
@@ -28,6 +36,13 @@ QUEUES = ("alpha", "beta")
 QUEUE_OF = {"first_job": "alpha", "second_job": "beta"}
 WORKERS = ("w-1", "w-2")
 STEPS = 250
+# Each next state a nack stores, with an outcome the settle room names it by.
+NACK_OUTCOMES: dict[NackState, Outcome] = {
+    "ready": "retried",
+    "waiting": "suspended",
+    "dead": "dead-lettered",
+    "failed": "dropped",
+}
 
 
 @asynccontextmanager
@@ -101,10 +116,12 @@ def step(
         kind = rng.choice(["ack", "nack", "nack", "heartbeat", "progress"])
         if kind != "nack":
             return kind, claim
+        state = rng.choice(sorted(NACK_OUTCOMES))
         nack = Nack(
-            kind=rng.choice(["retry", "dead", "fail", "park", "shed"]),
-            error=rng.choice([None, "boom"]),
+            state=state,
+            outcome=NACK_OUTCOMES[state],
             run_at_ms=rng.choice([None, clock.now_ms() + rng.choice([0, 300, 1_500])]),
+            error=rng.choice([None, "boom"]),
             counts_as_attempt=rng.random() < 0.6,
         )
         return "nack", (claim, nack)

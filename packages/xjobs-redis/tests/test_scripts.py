@@ -10,9 +10,12 @@ import pytest
 from redis.asyncio import Redis
 
 from xjobs.clock import Clock, ManualClock, SystemClock
-from xjobs.contract.driver import LAPSED_ON_FINAL_ATTEMPT
-from xjobs.ids import new_id
-from xjobs_redis.executor import Arg, Executor
+from xjobs.contract.driver import LAPSED_ON_FINAL_ATTEMPT, Claim, NewJob
+from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
+from xjobs.run.settle import ending, parking
+from xjobs.testing import rows
+from xjobs_redis.calls import events, fleet, jobs, scheduler
+from xjobs_redis.executor import Call, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.scripts import LIBRARY, load_scripts, lua_names, read_lua
 
@@ -133,28 +136,25 @@ class Recorder:
         self.x = executor
         self.ran: set[str] = set()
 
-    async def __call__(self, script: str, keys: list[str], args: list[Arg]) -> object:
-        self.ran.add(script)
-        return await self.x.run(script, keys, args)
+    async def __call__(self, call: Call) -> object:
+        self.ran.add(call.script)
+        return await self.x.run(call)
 
 
-def _row(job_id: str, run_id: str, queue: str) -> str:
-    return json.dumps(
-        {
-            "id": job_id,
-            "run_id": run_id,
-            "name": "script_job",
-            "queue": queue,
-            "tenant_id": None,
-            "idempotency_key": "k-1",
-            "payload": '{"n": 1}',
-            "priority": 2,
-            "run_at_ms": None,
-            "max_attempts": 3,
-            "dead_letter": True,
-            "enqueued_by": None,
-            "traceparent": None,
-        }
+def _job(queue: str) -> NewJob:
+    return rows.new_job(name="script_job", queue=queue, idempotency_key="k-1", priority=2)
+
+
+def _claim(k: Keys, now: str, queue: str, take: int = 1) -> Call:
+    return jobs.claim(
+        k,
+        now=now,
+        queue=queue,
+        take=take,
+        worker_id="w-1",
+        lease_ms=30_000,
+        buried_error=LAPSED_ON_FINAL_ATTEMPT,
+        sweep_bound=1000,
     )
 
 
@@ -171,52 +171,44 @@ async def test_every_script_loads_and_runs_against_the_server(
     run = Recorder(executor)
     now = executor.now()
     k, q = Keys(prefix), "scripts"
-    job_id, run_id = new_id(), new_id()
-    job = k.job(q, job_id)
-    finished = [k.finished(q, s) for s in ("completed", "failed", "dead", "cancelled")]
-    claim_keys = [k.ready(q), k.delayed(q), k.leased(q), k.live(q), finished[2], finished[1]]
-    claim_args: list[Arg] = [now, 1, "w-1", 30_000, LAPSED_ON_FINAL_ATTEMPT, 1000]
-    fence: list[Arg] = [now, "w-1", 1]
+    new = _job(q)
+    job = k.job(q, new.id)
+    first, second = Claim(new.id, "w-1", 1, q), Claim(new.id, "w-1", 2, q)
 
-    enqueue_keys = [k.ready(q), k.delayed(q), k.live(q), k.queues(), job]
-    enqueue_args: list[Arg] = [now, q, k.wake_channel(), _row(job_id, run_id, q)]
-    assert await run("enqueue", enqueue_keys, enqueue_args) == [[job_id, run_id, 1]]
+    assert await run(jobs.enqueue(k, now=now, queue=q, jobs=[new])) == [[new.id, new.run_id, 1]]
     assert await client.smembers(k.queues()) == {q}
-    ((score, member),) = await run("peek", [k.ready(q), k.delayed(q), k.leased(q)], [now, 5, 10])
+    ((score, member),) = await run(jobs.peek(k, now=now, queue=q, want=5, sweep_bound=10))
     assert (score >= 2 * 2**42, member) == (True, job)
-    claimed, buried = await run("claim", claim_keys, claim_args)
-    assert ([c[0] for c in claimed], buried) == ([job_id], [])
-    assert await run("heartbeat", [job, k.leased(q)], [*fence, 30_000]) == 1
-    assert await run("record_progress", [job], [*fence, "0.5"]) == 1
-    assert await run("ack", [job, k.leased(q), k.live(q), finished[0]], fence) == 1
-    status, _ = await run("requeue", [job, k.ready(q), k.live(q), *finished], [now])
+    claimed, buried = await run(_claim(k, now, q))
+    assert ([c[0] for c in claimed], buried) == ([new.id], [])
+    assert await run(jobs.heartbeat(k, now=now, queue=q, claim=first, lease_ms=30_000)) == 1
+    assert await run(jobs.record_progress(k, now=now, queue=q, claim=first, progress=0.5)) == 1
+    assert await run(jobs.ack(k, now=now, queue=q, claim=first)) == 1
+    status, _ = await run(jobs.requeue(k, now=now, queue=q, job_id=new.id))
     assert status == "requeued"
-    await run("claim", claim_keys, claim_args)
-    nack = [*[now, "w-1", 2], "dead", "", 1, 1, "gave up"]
-    nack_keys = [job, k.ready(q), k.delayed(q), k.leased(q), k.live(q), finished[2], finished[1]]
-    assert await run("nack", nack_keys, nack) == 1
-    assert await run("requeue_many", [k.ready(q), k.live(q), finished[2]], [now, 10, 0, ""]) == [
-        1,
-        0,
-    ]
-    cancel_keys = [job, k.ready(q), k.delayed(q), k.leased(q), k.live(q), finished[3]]
-    status, _ = await run("cancel", cancel_keys, [now, "cancelled"])
+    await run(_claim(k, now, q))
+    dead = ending(True, "gave up")
+    assert await run(jobs.nack(k, now=now, queue=q, claim=second, nack=dead)) == 1
+    assert await client.hmget(job, "state", "last_error") == ["dead", "gave up"]
+    many = jobs.requeue_many(k, now=now, queue=q, states=["dead"], limit=10, name=None)
+    assert await run(many) == [1, 0]
+    status, _ = await run(jobs.cancel(k, now=now, queue=q, job_id=new.id, error="cancelled"))
     assert status == "cancelled"
 
-    registry = [k.workers(), k.worker_info(), k.worker_seen()]
-    info = json.dumps({"host": "h", "pid": 1, "queues": [q], "started_at_ms": 0})
-    await run("worker_announce", registry, [now, "w-1", info, 60_000])
-    assert await run("worker_beat", [registry[0], registry[2]], [now, "w-1", 60_000]) == 1
-    assert [row[0] for row in await run("worker_list", registry, [now])] == ["w-1"]
-    assert await run("worker_forget", registry, ["w-1"]) == 1
+    info = WorkerInfo("w-1", "h", 1, (q,), 0, 0)
+    await run(fleet.worker_announce(k, now=now, info=info, ttl_ms=60_000))
+    assert await run(fleet.worker_beat(k, now=now, worker_id="w-1", ttl_ms=60_000)) == 1
+    assert [row[0] for row in await run(fleet.worker_list(k, now=now))] == ["w-1"]
+    assert await run(fleet.worker_forget(k, worker_id="w-1")) == 1
 
-    lease = k.lease("job:script_job")
-    assert await run("slot_acquire", [lease], [now, f"{job_id}:1", 1, 60_000]) == 1
-    assert await run("slot_renew", [lease], [now, f"{job_id}:1", 60_000]) == 1
-    assert await run("slot_holders", [lease], [now]) == [f"{job_id}:1"]
+    key, holder = "job:script_job", SlotHolder(new.id, 1)
+    acquire = fleet.slot_acquire(k, now=now, key=key, holder=holder, limit=1, ttl_ms=60_000)
+    assert await run(acquire) == 1
+    assert await run(fleet.slot_renew(k, now=now, key=key, holder=holder, ttl_ms=60_000)) == 1
+    assert await run(fleet.slot_holders(k, now=now, key=key)) == [f"{new.id}:1"]
     if clock == "server":
-        assert 0 < await client.pttl(lease) <= 60_000  # the key expires with its last slot
-    assert await run("slot_release", [lease], [now, f"{job_id}:1"]) == 1
+        assert 0 < await client.pttl(k.slot(key)) <= 60_000  # the key expires with its last slot
+    assert await run(fleet.slot_release(k, now=now, key=key, holder=holder)) == 1
 
     await _run_the_step_and_event_scripts(run, k, now)
     await _run_the_scheduler_scripts(run, k, now)
@@ -224,86 +216,55 @@ async def test_every_script_loads_and_runs_against_the_server(
     assert run.ran == set(lua_names())
 
 
-async def _run_the_step_and_event_scripts(run: Recorder, k: Keys, now: Arg) -> None:
+async def _run_the_step_and_event_scripts(run: Recorder, k: Keys, now: str) -> None:
     """A second job claimed, a step recorded, parked on an event, woken by a send, then purged."""
-    q, job_id, run_id = "events", new_id(), new_id()
-    job = k.job(q, job_id)
-    finished = [k.finished(q, s) for s in ("dead", "failed")]
-    keys = [k.ready(q), k.delayed(q), k.live(q), k.queues(), job]
-    await run("enqueue", keys, [now, q, k.wake_channel(), _row(job_id, run_id, q)])
-    claim_keys = [k.ready(q), k.delayed(q), k.leased(q), k.live(q), *finished]
-    await run("claim", claim_keys, [now, 1, "w-1", 30_000, LAPSED_ON_FINAL_ATTEMPT, 1000])
-    record = {"status": "done", "result": "1", "error": None, "position": 0, "created_at_ms": 0}
-    steps = [job, k.steps(q, run_id)]
-    assert await run("step_put", steps, ["w-1", 1, "one", json.dumps(record)]) == 1
-    assert await run("step_put", steps, ["w-1", 1, "one", json.dumps(record)]) == 0  # done stays
+    q = "events"
+    new = _job(q)
+    job, claim = k.job(q, new.id), Claim(new.id, "w-1", 1, q)
+    await run(jobs.enqueue(k, now=now, queue=q, jobs=[new]))
+    await run(_claim(k, now, q))
+    done = StepRecord(new.run_id, "one", "done", "1", None, 0, 0)
+    put = events.step_put(k, queue=q, claim=claim, record=done)
+    assert await run(put) == 1
+    assert await run(put) == 0  # done stays
 
-    wait = {
-        "job_id": job_id,
-        "run_id": run_id,
-        "queue": q,
-        "step": "two",
-        "event": "paid",
-        "match": '{"order": 7}',
-        "since_ms": 0,
-        "deadline_ms": None,
-        "index": k.event_waiting("paid"),
-        "job": job,
-        "ready": k.ready(q),
-        "delayed": k.delayed(q),
-    }
-    park_keys = [
-        job,
-        k.ready(q),
-        k.delayed(q),
-        k.leased(q),
-        k.event_waits(),
-        k.event_waiting("paid"),
-        k.event_deadlines(),
-        k.events_sent("paid"),
-        k.event_payloads(),
-    ]
-    far = 2**50
-    park_args: list[Arg] = [now, "w-1", 1, far, job_id, json.dumps(wait), '{"order": 7}', 0, ""]
-    assert await run("event_park", park_keys, park_args) == 1
+    wait = EventWait(new.id, new.run_id, q, "two", "paid", '{"order": 7}', 0, None)
+    park = events.event_park(k, now=now, queue=q, claim=claim, wait=wait, nack=parking(2**50))
+    assert await run(park) == 1
     assert await run.x.client.hget(job, "state") == "waiting"
-    send_keys = [
-        k.event_names(),
-        k.events_sent("paid"),
-        k.event_payloads(),
-        k.event_waits(),
-        k.event_waiting("paid"),
-        k.event_deadlines(),
-    ]
-    sent_at = int(await run("event_send", send_keys, [now, "e-1", '{"order": 7}']))
+    send = events.event_send(k, now=now, name="paid", event_id="e-1", payload='{"order": 7}')
+    sent_at = int(await run(send))
     assert await run.x.client.zscore(k.ready(q), job) is not None  # woken: due now
-    found = await run("event_find", send_keys[1:3], ['{"order": 7}', 0])
+    found = await run(events.event_find(k, name="paid", match='{"order": 7}', since_ms=0))
     assert found[:2] == ["e-1", sent_at]
+    assert await run(events.event_purge(k, older_than_ms=sent_at + 1)) == 1
+
+
+async def _run_the_scheduler_scripts(run: Recorder, k: Keys, now: str) -> None:
+    """A task armed, then fired once (its job enqueued), a stale fire refused; the leader taken back."""
+    q = "cron"
+    new = _job(q)
     assert (
-        await run(
-            "event_purge",
-            [send_keys[0], send_keys[2], k.event_waits(), k.event_deadlines()],
-            [sent_at + 1],
-        )
+        await run(scheduler.scheduler_arm(k, task="nightly", previous_ms=None, watermark_ms=1_000))
         == 1
     )
+    assert (
+        await run(scheduler.scheduler_arm(k, task="nightly", previous_ms=None, watermark_ms=2_000))
+        == 0
+    )
 
+    def fire(occurrence_ms: int) -> Call:
+        return scheduler.scheduler_fire(
+            k, now=now, task="nightly", previous_ms=1_000, occurrence_ms=occurrence_ms, job=new
+        )
 
-async def _run_the_scheduler_scripts(run: Recorder, k: Keys, now: Arg) -> None:
-    """A task armed, then fired once (its job enqueued), a stale fire refused; the leader taken back."""
-    q, job_id, run_id = "cron", new_id(), new_id()
-    marks, fires = k.scheduler_watermarks(), k.scheduler_fires()
-    assert await run("scheduler_arm", [marks], ["nightly", "", 1_000]) == 1
-    assert await run("scheduler_arm", [marks], ["nightly", "", 2_000]) == 0
-    fire_keys = [marks, fires, k.ready(q), k.delayed(q), k.live(q), k.job(q, job_id)]
-    row = _row(job_id, run_id, q)
-    assert await run("scheduler_fire", fire_keys, [now, "nightly", "1000", 2_000, row]) == 1
-    assert await run("scheduler_fire", fire_keys, [now, "nightly", "1000", 3_000, row]) == 0
-    assert await run.x.client.hget(k.job(q, job_id), "state") == "ready"
-    assert json.loads(str(await run.x.client.hget(fires, "nightly")))["job_id"] == job_id
+    assert await run(fire(2_000)) == 1
+    assert await run(fire(3_000)) == 0
+    assert await run.x.client.hget(k.job(q, new.id), "state") == "ready"
+    fired = await run.x.client.hget(k.scheduler_fires(), "nightly")
+    assert json.loads(str(fired))["job_id"] == new.id
 
-    leader = k.scheduler_leader()
-    assert await run("leader_acquire", [leader], [now, "s-1", 60_000]) == 1
-    assert await run("leader_acquire", [leader], [now, "s-2", 60_000]) == 0
-    assert await run("leader_release", [leader], ["s-2"]) == 0
-    assert await run("leader_release", [leader], ["s-1"]) == 1
+    assert await run(scheduler.leader_acquire(k, now=now, candidate="s-1", ttl_ms=60_000)) == 1
+    assert await run(scheduler.leader_acquire(k, now=now, candidate="s-2", ttl_ms=60_000)) == 0
+    assert await run(scheduler.leader_release(k, candidate="s-2")) == 0
+    assert await run(scheduler.leader_release(k, candidate="s-1")) == 1

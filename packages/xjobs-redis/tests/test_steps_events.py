@@ -12,10 +12,11 @@ from redis.asyncio import Redis
 
 from xjobs.clock import ManualClock
 from xjobs.contract.backend import Backend
-from xjobs.contract.driver import WAIT_FOREVER_MS, Claim, ClaimedJob, ClaimOptions, Nack, NewJob
+from xjobs.contract.driver import WAIT_FOREVER_MS, Claim, ClaimedJob, ClaimOptions, NewJob
 from xjobs.contract.stores import EventBus, EventWait, StepRecord, StepStore
 from xjobs.event_match import matches
 from xjobs.ids import new_id
+from xjobs.run.settle import parking, retrying
 from xjobs.testing import rows
 from xjobs_redis.keys import Keys
 
@@ -73,7 +74,7 @@ async def parked(backend: Backend, clock: ManualClock, **wait: Any) -> ClaimedJo
     job = await running(backend)
     since = wait.pop("since_ms", clock.now_ms())
     assert await bus_of(backend).park(
-        job.claim, wait_of(job, since_ms=since, **wait), clock.now_ms() + HOUR_MS
+        job.claim, wait_of(job, since_ms=since, **wait), parking(clock.now_ms() + HOUR_MS)
     )
     return job
 
@@ -104,7 +105,7 @@ class TestStepPut:
         self, backend: Backend, clock: ManualClock
     ) -> None:
         job = await running(backend)
-        assert await backend.jobs.nack(job.claim, Nack("retry", run_at_ms=clock.now_ms()))
+        assert await backend.jobs.nack(job.claim, retrying(None, clock.now_ms()))
         again = await claim_one(backend)
         assert again.claims == job.claims + 1
         assert await steps_of(backend).put(job.claim, record(job)) is False
@@ -312,7 +313,7 @@ class TestSend:
         self, backend: Backend, clock: ManualClock, client: Redis, prefix: str
     ) -> None:
         job = await running(backend, priority=3)
-        await bus_of(backend).park(job.claim, wait_of(job), clock.now_ms() + HOUR_MS)
+        await bus_of(backend).park(job.claim, wait_of(job), parking(clock.now_ms() + HOUR_MS))
         await bus_of(backend).send(EVENT, "{}")
         k = Keys(prefix)
         score = await client.zscore(k.ready(QUEUE), k.job(QUEUE, job.id))
@@ -345,7 +346,7 @@ class TestSend:
         cancelled = await backend.jobs.cancel(job.id, "no longer needed")
         await bus_of(backend).send(EVENT, "{}")
         after = await backend.jobs.get(job.id)
-        assert after == cancelled
+        assert after == cancelled.record
 
     async def test_a_matched_wait_is_dropped_with_its_index_and_deadline(
         self, backend: Backend, clock: ManualClock, client: Redis, prefix: str
@@ -373,7 +374,7 @@ class TestPark:
         self, backend: Backend, clock: ManualClock
     ) -> None:
         job = await running(backend)
-        assert await bus_of(backend).park(job.claim, wait_of(job), WAIT_FOREVER_MS) is True
+        assert await bus_of(backend).park(job.claim, wait_of(job), parking(WAIT_FOREVER_MS)) is True
         got = await backend.jobs.get(job.id)
         assert got is not None
         assert (got.state, got.attempt, got.claims, got.run_at_ms, got.lease_until_ms) == (
@@ -392,7 +393,7 @@ class TestPark:
         await bus_of(backend).send(EVENT, '{"order": "o-7"}')
         clock.advance(20)
         wait = wait_of(job, match='{"order": "o-7"}', since_ms=since)
-        assert await bus_of(backend).park(job.claim, wait, WAIT_FOREVER_MS) is True
+        assert await bus_of(backend).park(job.claim, wait, parking(WAIT_FOREVER_MS)) is True
         got = await backend.jobs.get(job.id)
         assert got is not None
         assert (got.state, got.run_at_ms) == ("waiting", clock.now_ms())
@@ -405,7 +406,7 @@ class TestPark:
         await bus_of(backend).send(EVENT, "{}")
         clock.advance(1)
         wait = wait_of(job, since_ms=clock.now_ms())
-        assert await bus_of(backend).park(job.claim, wait, clock.now_ms() + HOUR_MS)
+        assert await bus_of(backend).park(job.claim, wait, parking(clock.now_ms() + HOUR_MS))
         assert await run_at_of(backend, job.id) == clock.now_ms() + HOUR_MS
 
     async def test_a_park_that_misses_its_fence_writes_nothing(
@@ -416,7 +417,7 @@ class TestPark:
         keys_before = {key async for key in client.scan_iter(match=f"{prefix}:*")}
         intruder = replace(job.claim, worker_id="w-2")
         await bus_of(backend).send(EVENT, "{}")
-        assert await bus_of(backend).park(intruder, wait_of(job), WAIT_FOREVER_MS) is False
+        assert await bus_of(backend).park(intruder, wait_of(job), parking(WAIT_FOREVER_MS)) is False
         assert await backend.jobs.get(job.id) == before
         k = Keys(prefix)
         keys_after = {key async for key in client.scan_iter(match=f"{prefix}:*")}
@@ -429,12 +430,14 @@ class TestPark:
     async def test_a_park_after_the_job_finished_misses(self, backend: Backend) -> None:
         job = await running(backend)
         assert await backend.jobs.ack(job.claim)
-        assert await bus_of(backend).park(job.claim, wait_of(job), WAIT_FOREVER_MS) is False
+        assert (
+            await bus_of(backend).park(job.claim, wait_of(job), parking(WAIT_FOREVER_MS)) is False
+        )
 
     async def test_a_claim_built_without_its_queue_parks(self, backend: Backend) -> None:
         job = await running(backend)
         by_hand = Claim(job_id=job.id, worker_id=job.worker_id, claims=job.claims)
-        assert await bus_of(backend).park(by_hand, wait_of(job), WAIT_FOREVER_MS) is True
+        assert await bus_of(backend).park(by_hand, wait_of(job), parking(WAIT_FOREVER_MS)) is True
 
     async def test_a_new_park_replaces_the_jobs_earlier_wait(
         self, backend: Backend, clock: ManualClock, client: Redis, prefix: str
@@ -443,7 +446,7 @@ class TestPark:
         clock.advance(HOUR_MS)
         again = await claim_one(backend)
         wait = wait_of(job, event=EVENT, since_ms=clock.now_ms())
-        assert await bus_of(backend).park(again.claim, wait, clock.now_ms() + HOUR_MS)
+        assert await bus_of(backend).park(again.claim, wait, parking(clock.now_ms() + HOUR_MS))
         assert await client.exists(Keys(prefix).event_waiting("order.shipped")) == 0
         await bus_of(backend).send("order.shipped", "{}")
         assert await run_at_of(backend, job.id) == clock.now_ms() + HOUR_MS

@@ -19,9 +19,9 @@ EXIT_INTERRUPTED = 130
 
 # Each verb and the log level it starts at: a worker narrates, the demo and listings stay quiet.
 _VERBS: tuple[tuple[Callable[..., argparse.ArgumentParser], str], ...] = (
-    (worker_cli.add_parser, "INFO"),
-    (scheduler_cli.add_parser, "INFO"),
-    (relay_cli.add_parser, "INFO"),
+    (worker_cli.command.add_parser, "INFO"),
+    (scheduler_cli.command.add_parser, "INFO"),
+    (relay_cli.command.add_parser, "INFO"),
     (demo_cli.add_parser, "WARNING"),
     (backends_cli.add_parser, "WARNING"),
     (install_cli.add_parser, "WARNING"),

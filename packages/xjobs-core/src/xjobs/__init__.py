@@ -13,9 +13,9 @@ from xjobs.contract.driver import (
     EnqueueResult,
     JobDriver,
     JobRecord,
-    RequeueFilter,
 )
 from xjobs.contract.hookspecs import hookimpl
+from xjobs.contract.introspection import JobFilter, JobPage, RequeueFilter
 from xjobs.contract.plugins import BackendFactory, connect, installed_backends
 from xjobs.contract.stores import EventRecord, StepRecord, TaskFire
 from xjobs.declare.concurrency import Concurrency
@@ -23,8 +23,12 @@ from xjobs.declare.job import JobHandle, job
 from xjobs.declare.retry import Retry
 from xjobs.declare.task import TaskHandle, task
 from xjobs.errors import StepFailedError, Terminal, XJobsError
-from xjobs.roles.relay import Relay, RelayStats
-from xjobs.roles.scheduler import Scheduler, SchedulerStats
+from xjobs.operate.operator import Operator
+from xjobs.roles.relay import Relay
+from xjobs.roles.relay_stats import RelayStats
+from xjobs.roles.role import Role, RoleStats
+from xjobs.roles.scheduler import Scheduler
+from xjobs.roles.scheduler_stats import SchedulerStats
 from xjobs.roles.worker import Worker
 from xjobs.roles.worker_stats import WorkerStats
 from xjobs.run.context import JobContext
@@ -47,13 +51,18 @@ __all__ = [
     "EventRecord",
     "JobContext",
     "JobDriver",
+    "JobFilter",
     "JobHandle",
+    "JobPage",
     "JobRecord",
     "ManualClock",
+    "Operator",
     "Relay",
     "RelayStats",
     "RequeueFilter",
     "Retry",
+    "Role",
+    "RoleStats",
     "Scheduler",
     "SchedulerStats",
     "Settled",

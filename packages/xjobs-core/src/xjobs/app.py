@@ -12,7 +12,8 @@ from typing import Any, Unpack
 
 from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend
-from xjobs.contract.driver import BulkResult, EnqueueResult, JobRecord, RequeueFilter
+from xjobs.contract.driver import BulkResult, EnqueueResult, JobRecord
+from xjobs.contract.introspection import RequeueFilter
 from xjobs.contract.moves import moved
 from xjobs.contract.plugins import connect
 from xjobs.contract.stores import EventRecord, LeaderElection, SchedulerState, StepRecord, TaskFire
@@ -28,12 +29,16 @@ from xjobs.errors import (
     TaskNotRegisteredError,
 )
 from xjobs.event_match import encode_object, validate_event_name
+from xjobs.operate.operator import Operator
 from xjobs.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from xjobs.roles.os_signals import on_shutdown_signals
-from xjobs.roles.relay import Relay, RelayStats
+from xjobs.roles.relay import Relay
 from xjobs.roles.relay_options import RelayKwargs, resolve_relay_options
-from xjobs.roles.scheduler import Scheduler, SchedulerStats
+from xjobs.roles.relay_stats import RelayStats
+from xjobs.roles.role import Role
+from xjobs.roles.scheduler import Scheduler
 from xjobs.roles.scheduler_options import SchedulerKwargs, resolve_scheduler_options
+from xjobs.roles.scheduler_stats import SchedulerStats
 from xjobs.roles.worker import Worker
 from xjobs.roles.worker_options import WorkerKwargs, resolve_worker_options
 from xjobs.roles.worker_stats import WorkerStats
@@ -207,8 +212,14 @@ class App:
         return moved("requeue", job_id, await self.backend.jobs.requeue(job_id))
 
     async def requeue_jobs(self, where: RequeueFilter | None = None) -> BulkResult:
-        """Requeue finished jobs in bulk (dead ones by default)."""
-        return await self.backend.jobs.requeue_many(where or RequeueFilter())
+        """Requeue finished jobs in bulk (dead ones by default); one batch of `where.limit`."""
+        where = where or RequeueFilter()
+        return await self.operator.retry_where(where.as_job_filter(), limit=where.limit)
+
+    @property
+    def operator(self) -> Operator:
+        """The operator surface: list, show and steer jobs, queues, pauses, tasks and workers."""
+        return Operator(self.backend, self.registry, self.clock)
 
     async def get_steps(self, job_id: str) -> list[StepRecord]:
         """The recorded steps of a job's run, by position (`XJOBS_JOB_NOT_FOUND` when there is none)."""
@@ -227,6 +238,32 @@ class App:
         text = encode_object(payload or {}, what=f"payload of event {name!r}")
         assert self.backend.events is not None
         return await self.backend.events.send(name, text)
+
+    # -- the roles ---------------------------------------------------------------------------
+
+    async def _run_role(
+        self, role: Role, kind: str, *, until_idle: bool, handle_signals: bool | None
+    ) -> None:
+        """Start `role`, wait for it, close it; the first SIGTERM/SIGINT drains it, a second one cuts it.
+
+        Signals are handled by default only on the main thread of a run that is not `until_idle`.
+        """
+        if handle_signals is None:
+            handle_signals = (
+                not until_idle and threading.current_thread() is threading.main_thread()
+            )
+        drain = on_shutdown_signals(
+            first=lambda: role.stop_accepting(drain_timeout_ms=role.options.drain_timeout_ms),
+            again=role.interrupt,
+            log_event=f"jobs.{kind}.draining",
+            role_id=role.id,
+        )
+        with drain if handle_signals else contextlib.nullcontext():
+            await role.start(until_idle=until_idle)
+            try:
+                await role.wait()
+            finally:
+                await role.close()
 
     # -- the worker role ---------------------------------------------------------------------
 
@@ -259,27 +296,12 @@ class App:
         `poll_floor`, `drain_timeout` and `drain_margin` (see `resolve_worker_options`).
         """
         worker = self.worker(queues=queues, **options)
-        if handle_signals is None:
-            handle_signals = (
-                not until_idle and threading.current_thread() is threading.main_thread()
-            )
         if self._on_worker_start is not None:
             await self._on_worker_start(self)
         try:
-            drain = on_shutdown_signals(
-                first=lambda: worker.stop_accepting(
-                    drain_timeout_ms=worker.options.drain_timeout_ms
-                ),
-                again=worker.interrupt,
-                log_event="jobs.worker.draining",
-                role_id=worker.id,
+            await self._run_role(
+                worker, "worker", until_idle=until_idle, handle_signals=handle_signals
             )
-            with drain if handle_signals else contextlib.nullcontext():
-                await worker.start(until_idle=until_idle)
-                try:
-                    await worker.wait()
-                finally:
-                    await worker.close()
         finally:
             if self._on_worker_stop is not None:
                 await self._on_worker_stop(self)
@@ -329,20 +351,9 @@ class App:
         leadership; a second signal abandons the round, and the lease lapses instead.
         """
         scheduler = self.scheduler(leader=leader, **options)
-        if handle_signals is None:
-            handle_signals = threading.current_thread() is threading.main_thread()
-        drain = on_shutdown_signals(
-            first=scheduler.stop_accepting,
-            again=scheduler.abandon,
-            log_event="jobs.scheduler.draining",
-            role_id=scheduler.id,
+        await self._run_role(
+            scheduler, "scheduler", until_idle=False, handle_signals=handle_signals
         )
-        with drain if handle_signals else contextlib.nullcontext():
-            await scheduler.start()
-            try:
-                await scheduler.wait()
-            finally:
-                await scheduler.close()
         return scheduler.stats
 
     async def pause_task(self, name: str) -> bool:
@@ -387,20 +398,5 @@ class App:
     ) -> RelayStats:
         """Relay staged jobs until idle (`until_idle=True`), stopped, or SIGTERM drains it."""
         relay = self.relay(**options)
-        if handle_signals is None:
-            handle_signals = (
-                not until_idle and threading.current_thread() is threading.main_thread()
-            )
-        drain = on_shutdown_signals(
-            first=relay.stop_accepting,
-            again=relay.abandon,
-            log_event="jobs.relay.draining",
-            role_id=relay.id,
-        )
-        with drain if handle_signals else contextlib.nullcontext():
-            await relay.start(until_idle=until_idle)
-            try:
-                await relay.wait()
-            finally:
-                await relay.close()
+        await self._run_role(relay, "relay", until_idle=until_idle, handle_signals=handle_signals)
         return relay.stats

@@ -126,6 +126,30 @@ class JobRequeueDuplicateError(XJobsError):
     code = "XJOBS_JOB_REQUEUE_DUPLICATE"
 
 
+class JobNotPromotableError(XJobsError):
+    """Only a `ready` job (delayed or retrying) can be promoted to run now."""
+
+    code = "XJOBS_JOB_NOT_PROMOTABLE"
+
+
+class JobNotRemovableError(XJobsError):
+    """Only a finished job can be removed; cancel a live one first."""
+
+    code = "XJOBS_JOB_NOT_REMOVABLE"
+
+
+class JobPageInvalidError(XJobsError):
+    """A list page asked for more than the maximum, or its cursor is garbled or from another filter."""
+
+    code = "XJOBS_JOB_PAGE_INVALID"
+
+
+class FilterInvalidError(XJobsError):
+    """An operator filter names an unknown state, a bad queue or job name, or an empty range."""
+
+    code = "XJOBS_FILTER_INVALID"
+
+
 class BackendUnknownError(XJobsError):
     """No installed plugin opens URLs of this scheme."""
 

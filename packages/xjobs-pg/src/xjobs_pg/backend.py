@@ -17,10 +17,10 @@ from xjobs_pg.errors import interpret_error
 from xjobs_pg.events import PostgresEventBus
 from xjobs_pg.executor import Executor
 from xjobs_pg.install import SCHEMA_VERSION, install
-from xjobs_pg.slots import PostgresSlotStore
 from xjobs_pg.outbox import PostgresOutboxStore
 from xjobs_pg.scheduler import PostgresAdvisoryLeader, PostgresLeaseLeader, PostgresSchedulerState
 from xjobs_pg.schema import DEFAULT_SCHEMA, quote_schema, wake_channel
+from xjobs_pg.slots import PostgresSlotStore
 from xjobs_pg.sql import Statements
 from xjobs_pg.steps import PostgresStepStore
 from xjobs_pg.wake import WakeListener
@@ -106,6 +106,7 @@ async def open_backend(
         wake=source,
         on_close=close,
         on_install=do_install,
+        features=frozenset({"ack_many"}),
     )
 
 

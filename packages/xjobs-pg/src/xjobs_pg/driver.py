@@ -15,32 +15,31 @@ from xjobs.contract.driver import (
     ClaimOptions,
     ClaimResult,
     EnqueueResult,
+    JobMove,
     JobRecord,
     Nack,
     NewJob,
-    RequeueFilter,
     assert_claim_queues,
 )
-from xjobs.errors import (
-    BackendError,
-    JobNotCancellableError,
-    JobNotFoundError,
-    JobNotRequeueableError,
-    JobRequeueDuplicateError,
-)
+from xjobs.contract.introspection import RequeueFilter
+from xjobs.errors import BackendError
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor
-from xjobs_pg.rows import buried_job, claimed_job, job_record, new_job_columns
+from xjobs_pg.params import (
+    AckManyParams,
+    AckParams,
+    CancelParams,
+    ClaimParams,
+    EnqueueParams,
+    HeartbeatParams,
+    NackParams,
+    One,
+    ProgressParams,
+    RequeueManyParams,
+    RequeueParams,
+)
+from xjobs_pg.rows import buried_job, claimed_job, job_record
 from xjobs_pg.wake_slots import WakeSlots
-
-TERMINAL_NACKS = frozenset({"dead", "fail"})
-NEXT_STATE = {
-    "retry": "ready",
-    "shed": "ready",
-    "park": "waiting",
-    "dead": "dead",
-    "fail": "failed",
-}
 
 
 class PostgresJobDriver:
@@ -75,7 +74,9 @@ class PostgresJobDriver:
     async def _enqueue_fresh(self, jobs: Sequence[NewJob]) -> dict[int, EnqueueResult]:
         """Insert the rows whose id and namespace are new, in one statement: index -> result."""
         try:
-            rows = await self._x.pool.fetch(self._x.sql["enqueue_fresh"], *self._enqueue_args(jobs))
+            rows = await self._x.pool.fetch(
+                self._x.sql["enqueue_fresh"], *self._enqueue(jobs).bind()
+            )
         except asyncpg.UniqueViolationError:
             return {}  # a publisher raced an id: `enqueue` answers the rows that won
         except Exception as exc:
@@ -85,21 +86,16 @@ class PostgresJobDriver:
             for row in rows
         }
 
-    def _enqueue_args(self, jobs: Sequence[NewJob]) -> tuple[object, ...]:
-        """The parameters both enqueue statements take: the columns as arrays, now, the wake."""
+    def _enqueue(self, jobs: Sequence[NewJob]) -> EnqueueParams:
+        """The parameters both enqueue statements take: the rows, now, the queues to wake."""
         now = self._x.now()
         due_by = now if now is not None else time.time_ns() // 1_000_000
         queues = sorted({j.queue for j in jobs if j.run_at_ms is None or j.run_at_ms <= due_by})
-        return (
-            *(list(column) for column in zip(*map(new_job_columns, jobs), strict=True)),
-            now,
-            self._wake.take(queues),
-            self._wake.channel,
-        )
+        return EnqueueParams(now, jobs, self._wake.take(queues), self._wake.channel)
 
     async def _enqueue_once(self, jobs: Sequence[NewJob]) -> list[EnqueueResult | None]:
         try:
-            rows = await self._x.pool.fetch(self._x.sql["enqueue"], *self._enqueue_args(jobs))
+            rows = await self._x.pool.fetch(self._x.sql["enqueue"], *self._enqueue(jobs).bind())
         except asyncpg.UniqueViolationError:
             # Two publishers raced one id: the second insert of that id answers on the retry.
             return [None] * len(jobs)
@@ -114,108 +110,66 @@ class PostgresJobDriver:
 
     async def claim(self, options: ClaimOptions) -> ClaimResult:
         assert_claim_queues(options)
-        names = list(options.queues)
-        limits = [options.queues[name] for name in names]
-        total = sum(limits) if options.limit is None else options.limit
-        rows = await self._x.fetch(
-            "claim",
-            self._x.now(),
-            names,
-            limits,
-            options.worker_id,
-            total,
-            options.lease_ms,
-            options.presence_ttl_ms,
-            LAPSED_ON_FINAL_ATTEMPT,
-        )
+        params = ClaimParams(self._x.now(), options, LAPSED_ON_FINAL_ATTEMPT)
+        rows = await self._x.fetch("claim", params)
         jobs = tuple(claimed_job(row, options.worker_id) for row in rows if not row["buried"])
         buried = tuple(buried_job(row) for row in rows if row["buried"])
         return ClaimResult(jobs=jobs, buried=buried)
 
     async def ack(self, claim: Claim) -> bool:
-        now = self._x.now()
-        return await self._x.execute("ack", now, claim.job_id, claim.worker_id, claim.claims) == 1
+        return await self._x.execute("ack", AckParams(self._x.now(), claim)) == 1
 
     async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:
-        rows = await self._x.fetch(
-            "ack_many",
-            self._x.now(),
-            [claim.job_id for claim in claims],
-            [claim.worker_id for claim in claims],
-            [claim.claims for claim in claims],
-        )
+        rows = await self._x.fetch("ack_many", AckManyParams(self._x.now(), claims))
         landed = {(str(row["id"]), row["claims"]) for row in rows}
         return [(claim.job_id, claim.claims) in landed for claim in claims]
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
-        writes_error = nack.kind != "shed" and nack.error is not None
-        touched = await self._x.execute(
-            "nack",
-            self._x.now(),
-            claim.job_id,
-            claim.worker_id,
-            claim.claims,
-            NEXT_STATE[nack.kind],
-            nack.run_at_ms,
-            0 if nack.counts_as_attempt else 1,
-            writes_error,
-            nack.error,
-            nack.kind in TERMINAL_NACKS,
-        )
-        return touched == 1
+        return await self._x.execute("nack", NackParams(self._x.now(), claim, nack)) == 1
 
     async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
-        args = (self._x.now(), claim.job_id, claim.worker_id, claim.claims, lease_ms)
-        return await self._x.execute("heartbeat", *args) == 1
+        params = HeartbeatParams(self._x.now(), claim, lease_ms)
+        return await self._x.execute("heartbeat", params) == 1
 
     async def record_progress(self, claim: Claim, progress: float) -> bool:
-        args = (self._x.now(), claim.job_id, claim.worker_id, claim.claims, progress)
-        return await self._x.execute("record_progress", *args) == 1
+        params = ProgressParams(self._x.now(), claim, progress)
+        return await self._x.execute("record_progress", params) == 1
 
-    async def _existing(self, job_id: str) -> JobRecord:
+    async def cancel(self, job_id: str, reason: str | None = None) -> JobMove:
+        if not _is_uuid(job_id):
+            return JobMove("missing")
+        error = f"cancelled: {reason}" if reason else "cancelled"
+        row = await self._x.fetchrow("cancel", CancelParams(self._x.now(), job_id, error))
+        if row is not None:
+            return JobMove("done", job_record(row))
         record = await self.get(job_id)
         if record is None:
-            raise JobNotFoundError(f"no job has id {job_id!r}")
-        return record
+            return JobMove("missing")
+        return JobMove("finished", state=record.state)
 
-    async def cancel(self, job_id: str, reason: str | None = None) -> JobRecord:
-        _check_uuid(job_id)
-        error = f"cancelled: {reason}" if reason else "cancelled"
-        row = await self._x.fetchrow("cancel", self._x.now(), job_id, error)
+    async def requeue(self, job_id: str) -> JobMove:
+        if not _is_uuid(job_id):
+            return JobMove("missing")
+        row = await self._x.fetchrow("requeue", RequeueParams(self._x.now(), job_id))
         if row is not None:
-            return job_record(row)
-        record = await self._existing(job_id)
-        raise JobNotCancellableError(
-            f"job {job_id} is already {record.state}; only a live job can be cancelled"
-        )
-
-    async def requeue(self, job_id: str) -> JobRecord:
-        _check_uuid(job_id)
-        row = await self._x.fetchrow("requeue", self._x.now(), job_id)
-        if row is not None:
-            return job_record(row)
-        record = await self._existing(job_id)
+            return JobMove("done", job_record(row))
+        record = await self.get(job_id)
+        if record is None:
+            return JobMove("missing")
         if record.live:
-            raise JobNotRequeueableError(
-                f"job {job_id} is {record.state}; only a finished job can be requeued"
-            )
-        holder = await self._x.fetchrow("live_holder", job_id)
-        raise JobRequeueDuplicateError(
-            f"job {job_id} cannot be requeued: live job "
-            f"{holder['id'] if holder else '(just finished)'} holds its idempotency key"
-        )
+            return JobMove("live", state=record.state)
+        holder = await self._x.fetchrow("live_holder", One(job_id))
+        return JobMove("duplicate", holder=None if holder is None else str(holder["id"]))
 
     async def requeue_many(self, where: RequeueFilter) -> BulkResult:
-        row = await self._x.fetchrow(
-            "requeue_many", self._x.now(), list(where.states), where.queue, where.name, where.limit
-        )
+        row = await self._x.fetchrow("requeue_many", RequeueManyParams(self._x.now(), where))
         assert row is not None
         return BulkResult(moved=row["moved"], remaining=row["remaining"])
 
     async def get(self, job_id: str) -> JobRecord | None:
         if not _is_uuid(job_id):
             return None
-        row = await self._x.fetchrow("get_job", job_id)
+        row = await self._x.fetchrow("get_job", One(job_id))
         return None if row is None else job_record(row)
 
 
@@ -225,8 +179,3 @@ def _is_uuid(value: str) -> bool:
     except (ValueError, TypeError, AttributeError):
         return False
     return True
-
-
-def _check_uuid(job_id: str) -> None:
-    if not _is_uuid(job_id):
-        raise JobNotFoundError(f"no job has id {job_id!r} (a job id is a UUID)")

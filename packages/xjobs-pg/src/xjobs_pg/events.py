@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from xjobs.contract.driver import Claim
+from dataclasses import replace
+
+from xjobs.contract.driver import Claim, Nack
 from xjobs.contract.stores import EventRecord, EventWait
 from xjobs.ids import new_id
-from xjobs_pg.driver import NEXT_STATE
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor, rows_touched
+from xjobs_pg.params import NackParams, One
+from xjobs_pg.store_params import EventWakeParams, FindParams, RegisterParams, SendParams
 from xjobs_pg.wake_slots import WakeSlots
 
 
@@ -38,54 +41,36 @@ class PostgresEventBus:
         sql = self._x.sql
         try:
             async with self._x.pool.acquire() as conn, conn.transaction():
-                await conn.execute(sql["event_lock"], name)
-                row = await conn.fetchrow(sql["event_send"], self._x.now(), new_id(), name, payload)
+                await conn.execute(sql["event_lock"], *One(name).bind())
+                send = SendParams(self._x.now(), new_id(), name, payload)
+                row = await conn.fetchrow(sql["event_send"], *send.bind())
                 assert row is not None
                 woken = self._wake.take(row["queues"])
                 if woken:
-                    await conn.execute(sql["event_wake"], self._wake.channel, woken)
+                    wake = EventWakeParams(self._wake.channel, woken)
+                    await conn.execute(sql["event_wake"], *wake.bind())
         except Exception as exc:
             raise interpret_error(exc) from exc
         return EventRecord(str(row["id"]), name, payload, row["sent_at_ms"])
 
     async def find(self, name: str, match: str, since_ms: int) -> EventRecord | None:
-        row = await self._x.fetchrow("event_find", name, match, since_ms)
+        row = await self._x.fetchrow("event_find", FindParams(name, match, since_ms))
         if row is None:
             return None
         return EventRecord(str(row["id"]), row["name"], row["payload"], row["sent_at_ms"])
 
-    async def park(self, claim: Claim, wait: EventWait, run_at_ms: int) -> bool:
+    async def park(self, claim: Claim, wait: EventWait, nack: Nack) -> bool:
         sql = self._x.sql
-        register = (
-            wait.job_id,
-            wait.run_id,
-            wait.queue,
-            wait.step,
-            wait.event,
-            wait.match,
-            wait.since_ms,
-            wait.deadline_ms,
-        )
         try:
             async with self._x.pool.acquire() as conn, conn.transaction():
-                await conn.execute(sql["event_lock"], wait.event)
-                row = await conn.fetchrow(sql["event_register"], *register)
+                await conn.execute(sql["event_lock"], *One(wait.event).bind())
+                row = await conn.fetchrow(sql["event_register"], *RegisterParams(wait).bind())
                 assert row is not None
-                # The driver's nack(park): waiting, the attempt handed back, no error written; a
-                # null run_at is the statement's now.
-                park = (
-                    self._x.now(),
-                    claim.job_id,
-                    claim.worker_id,
-                    claim.claims,
-                    NEXT_STATE["park"],
-                    None if row["sent"] else run_at_ms,
-                    1,
-                    False,
-                    None,
-                    False,
-                )
-                if rows_touched(await conn.execute(sql["nack"], *park)) != 1:
+                if row["sent"]:
+                    # A matching event is already stored: due now (a null run_at is the statement's now).
+                    nack = replace(nack, run_at_ms=None)
+                park = NackParams(self._x.now(), claim, nack)
+                if rows_touched(await conn.execute(sql["nack"], *park.bind())) != 1:
                     raise _Missed
         except _Missed:
             return False
@@ -94,6 +79,6 @@ class PostgresEventBus:
         return True
 
     async def purge_expired(self, older_than_ms: int) -> int:
-        row = await self._x.fetchrow("event_purge", older_than_ms)
+        row = await self._x.fetchrow("event_purge", One(older_than_ms))
         assert row is not None
         return int(row["purged"])

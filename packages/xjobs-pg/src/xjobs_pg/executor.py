@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import asyncpg
 
 from xjobs.clock import Clock, is_system_clock
 from xjobs_pg.errors import interpret_error
+from xjobs_pg.params import NO_PARAMS, Params
 from xjobs_pg.sql import Statements
 
 
 class Executor:
-    """Runs named statements on the pool, translating engine errors.
+    """Runs named statements on the pool, each bound from its params record, translating engine errors.
 
     Statements that read the time take `now()` as `$1`: null makes the statement read the server's
     clock, so leases never depend on a worker's clock; a test clock passes its reading instead.
@@ -28,33 +28,33 @@ class Executor:
     def now(self) -> int | None:
         return None if self._server_time else self._clock.now_ms()
 
-    async def fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
+    async def fetch(self, name: str, params: Params = NO_PARAMS) -> list[asyncpg.Record]:
         try:
-            return await self.pool.fetch(self.sql[name], *args)
+            return await self.pool.fetch(self.sql[name], *params.bind())
         except Exception as exc:
             raise interpret_error(exc) from exc
 
-    async def fetchrow(self, name: str, *args: Any) -> asyncpg.Record | None:
+    async def fetchrow(self, name: str, params: Params = NO_PARAMS) -> asyncpg.Record | None:
         try:
-            return await self.pool.fetchrow(self.sql[name], *args)
+            return await self.pool.fetchrow(self.sql[name], *params.bind())
         except Exception as exc:
             raise interpret_error(exc) from exc
 
-    async def execute(self, name: str, *args: Any) -> int:
+    async def execute(self, name: str, params: Params = NO_PARAMS) -> int:
         """Run a statement; answers how many rows it touched."""
         try:
-            status = await self.pool.execute(self.sql[name], *args)
+            status = await self.pool.execute(self.sql[name], *params.bind())
         except Exception as exc:
             raise interpret_error(exc) from exc
         return rows_touched(status)
 
     async def in_transaction(
-        self, names: Sequence[tuple[str, Sequence[Any]]]
+        self, statements: Sequence[tuple[str, Params]]
     ) -> list[list[asyncpg.Record]]:
         """Run statements in one transaction on one connection; answers each one's rows."""
         try:
             async with self.pool.acquire() as conn, conn.transaction():
-                return [await conn.fetch(self.sql[name], *args) for name, args in names]
+                return [await conn.fetch(self.sql[name], *p.bind()) for name, p in statements]
         except Exception as exc:
             raise interpret_error(exc) from exc
 

@@ -16,6 +16,7 @@ from xjobs.errors import OutboxConnectionInvalidError, XJobsError
 from xjobs.options import finite_count
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor
+from xjobs_pg.params import MarkParams, RelayClaimParams, StageParams
 from xjobs_pg.rows import new_job
 from xjobs_pg.wake_slots import WakeSlots
 
@@ -72,14 +73,15 @@ class PostgresOutboxStore:
     async def claim(self, relay_id: str, limit: int, lease_ms: int) -> list[NewJob]:
         if limit <= 0:
             return []
-        rows = await self._x.fetch("outbox_claim", self._x.now(), relay_id, limit, lease_ms)
+        params = RelayClaimParams(self._x.now(), relay_id, limit, lease_ms)
+        rows = await self._x.fetch("outbox_claim", params)
         return [new_job(row) for row in rows]
 
     async def mark_published(self, relay_id: str, ids: Sequence[str]) -> int:
         if not ids:
             return 0
-        args = (self._x.now(), relay_id, list(ids), self._retention_ms, self._purge_limit)
-        row = await self._x.fetchrow("outbox_mark", *args)
+        params = MarkParams(self._x.now(), relay_id, ids, self._retention_ms, self._purge_limit)
+        row = await self._x.fetchrow("outbox_mark", params)
         assert row is not None
         return int(row["marked"])
 
@@ -88,29 +90,13 @@ class PostgresOutboxStore:
         assert row is not None
         return int(row["pending"])
 
-    def _stage_args(self, rows: Sequence[NewJob]) -> tuple[Any, ...]:
-        """The parameters of `outbox_stage`; the wake goes only when a row is due and the slot allows."""
+    def _stage_args(self, rows: Sequence[NewJob]) -> tuple[object, ...]:
+        """The bound `outbox_stage`; the wake goes only when a row is due and the slot allows."""
         now = self._x.now()
         due_by = now if now is not None else time.time_ns() // 1_000_000
         due = any(row.run_at_ms is None or row.run_at_ms <= due_by for row in rows)
-        return (
-            now,
-            [row.id for row in rows],
-            [row.run_id for row in rows],
-            [row.name for row in rows],
-            [row.queue for row in rows],
-            [row.tenant_id for row in rows],
-            [row.idempotency_key for row in rows],
-            [row.payload for row in rows],
-            [row.priority for row in rows],
-            [row.run_at_ms for row in rows],
-            [row.max_attempts for row in rows],
-            [row.dead_letter for row in rows],
-            [row.enqueued_by for row in rows],
-            [row.traceparent for row in rows],
-            self._wake.take([OUTBOX_WAKE]) if due else [],
-            self._wake.channel,
-        )
+        wake = self._wake.take([OUTBOX_WAKE]) if due else []
+        return StageParams(now, rows, wake, self._wake.channel).bind()
 
     async def _stage_asyncpg(
         self, conn: AsyncpgConnection, rows: Sequence[NewJob]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from xjobs.contract.hookspecs import hookimpl
 from xjobs.contract.plugins import BackendFactory
 from xjobs_pg.backend import open_backend
-from xjobs_pg.testing import test_backend
+
+# Named, not imported: the test servers (and `pwd`) load only when a test opens a backend.
+TEST_BACKEND = "xjobs_pg.testing:test_backend"
 
 
 @hookimpl
@@ -15,7 +17,7 @@ def xjobs_backends() -> list[BackendFactory]:
             name="postgres",
             schemes=("postgres", "postgresql"),
             open=open_backend,
-            test_backend=test_backend,
+            test_backend=TEST_BACKEND,
             description="Postgres 13+: durable jobs, skip-locked claims, LISTEN/NOTIFY wake",
         )
     ]

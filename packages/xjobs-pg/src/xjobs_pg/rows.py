@@ -92,22 +92,3 @@ def new_job(row: asyncpg.Record) -> NewJob:
         enqueued_by=row["enqueued_by"],
         traceparent=row["traceparent"],
     )
-
-
-def new_job_columns(job: NewJob) -> tuple[object, ...]:
-    """A new job's inserted columns, in the order the enqueue and fire statements bind them."""
-    return (
-        job.id,
-        job.run_id,
-        job.name,
-        job.queue,
-        job.tenant_id,
-        job.idempotency_key,
-        job.payload,
-        job.priority,
-        job.run_at_ms,
-        job.max_attempts,
-        job.dead_letter,
-        job.enqueued_by,
-        job.traceparent,
-    )

@@ -14,8 +14,16 @@ from xjobs.contract.stores import TaskFire
 from xjobs.errors import BackendError, BackendUnavailableError
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor
-from xjobs_pg.rows import new_job_columns
+from xjobs_pg.params import One
 from xjobs_pg.sql import Statements
+from xjobs_pg.store_params import (
+    ArmParams,
+    FireParams,
+    LeaderAcquireParams,
+    LeaderReleaseParams,
+    PauseParams,
+    TasksParams,
+)
 from xjobs_pg.wake_slots import WakeSlots
 
 LEASE_ELECTION = "scheduler"
@@ -34,11 +42,11 @@ class PostgresSchedulerState:
         self._wake = wake
 
     async def watermarks(self, tasks: Sequence[str]) -> dict[str, int]:
-        rows = await self._x.fetch("task_watermarks", list(tasks))
+        rows = await self._x.fetch("task_watermarks", TasksParams(tasks))
         return {row["task"]: row["watermark_ms"] for row in rows}
 
     async def arm(self, task: str, previous_ms: int | None, watermark_ms: int) -> bool:
-        return bool(await self._x.fetch("task_arm", task, previous_ms, watermark_ms))
+        return bool(await self._x.fetch("task_arm", ArmParams(task, previous_ms, watermark_ms)))
 
     async def fire(
         self, task: str, previous_ms: int | None, occurrence_ms: int, job: NewJob
@@ -46,20 +54,13 @@ class PostgresSchedulerState:
         now = self._x.now()
         due_by = now if now is not None else time.time_ns() // 1_000_000
         due = job.run_at_ms is None or job.run_at_ms <= due_by
-        args = (
-            now,
-            task,
-            previous_ms,
-            occurrence_ms,
-            *new_job_columns(job),
-            self._wake.take([job.queue] if due else []),
-            self._wake.channel,
-        )
+        wake = self._wake.take([job.queue] if due else [])
+        fire = FireParams(now, task, previous_ms, occurrence_ms, job, wake, self._wake.channel)
         # A live row of the job's namespace committed after the statement began leaves the fire no
         # job id to record: the statement rolls back whole, and runs once more (as enqueue does).
         for _ in range(2):
             try:
-                row = await self._x.pool.fetchrow(self._x.sql["task_fire"], *args)
+                row = await self._x.pool.fetchrow(self._x.sql["task_fire"], *fire.bind())
             except asyncpg.NotNullViolationError as exc:
                 if exc.table_name != "task_fires":
                     raise interpret_error(exc) from exc
@@ -71,7 +72,7 @@ class PostgresSchedulerState:
         raise BackendError(f"task {task!r} could not record its fire of job {job.id} in two tries")
 
     async def task_fires(self, tasks: Sequence[str] | None = None) -> dict[str, TaskFire]:
-        rows = await self._x.fetch("task_fires", None if tasks is None else list(tasks))
+        rows = await self._x.fetch("task_fires", TasksParams(tasks))
         return {
             row["task"]: TaskFire(
                 task=row["task"],
@@ -83,13 +84,13 @@ class PostgresSchedulerState:
         }
 
     async def paused(self, tasks: Sequence[str]) -> set[str]:
-        return {row["task"] for row in await self._x.fetch("task_paused", list(tasks))}
+        return {row["task"] for row in await self._x.fetch("task_paused", TasksParams(tasks))}
 
     async def pause(self, task: str) -> bool:
-        return await self._x.fetchrow("task_pause", self._x.now(), task) is not None
+        return await self._x.fetchrow("task_pause", PauseParams(self._x.now(), task)) is not None
 
     async def resume(self, task: str) -> bool:
-        return await self._x.execute("task_resume", task) == 1
+        return await self._x.execute("task_resume", One(task)) == 1
 
 
 class PostgresLeaseLeader:
@@ -104,11 +105,11 @@ class PostgresLeaseLeader:
         self._name = name
 
     async def acquire(self, candidate: str, ttl_ms: int) -> bool:
-        args = (self._x.now(), self._name, candidate, ttl_ms)
-        return await self._x.fetchrow("leader_acquire", *args) is not None
+        params = LeaderAcquireParams(self._x.now(), self._name, candidate, ttl_ms)
+        return await self._x.fetchrow("leader_acquire", params) is not None
 
     async def release(self, candidate: str) -> None:
-        await self._x.execute("leader_release", self._name, candidate)
+        await self._x.execute("leader_release", LeaderReleaseParams(self._name, candidate))
 
 
 class PostgresAdvisoryLeader:
@@ -142,7 +143,9 @@ class PostgresAdvisoryLeader:
                 except Exception as exc:
                     raise interpret_error(exc) from exc
             try:
-                leads = bool(await self._conn.fetchval(self._sql["advisory_acquire"], self._key))
+                leads = bool(
+                    await self._conn.fetchval(self._sql["advisory_acquire"], *One(self._key).bind())
+                )
             except Exception as exc:
                 error = interpret_error(exc)
                 if not isinstance(error, BackendUnavailableError):
@@ -162,7 +165,7 @@ class PostgresAdvisoryLeader:
             self._conn, self._holder = None, None
             try:
                 if held:
-                    await conn.fetchval(self._sql["advisory_release"], self._key)
+                    await conn.fetchval(self._sql["advisory_release"], *One(self._key).bind())
                 await conn.close()
             except Exception as exc:
                 error = interpret_error(exc)

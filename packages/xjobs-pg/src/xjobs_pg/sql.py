@@ -11,6 +11,8 @@ from importlib import resources
 
 _BLOCK = re.compile(r"^-- (name|fragment): ([a-z_]+)\s*$", re.M)
 _COMMENT = re.compile(r"--[^\n]*")
+# A statement: text up to a semicolon, where a `$$` body (a do block) is kept whole.
+_STATEMENT = re.compile(r"(?:\$\$.*?\$\$|[^;])+", re.S)
 SQL_FILES = (
     "jobs.sql",
     "settle.sql",
@@ -34,8 +36,8 @@ def strip_comments(text: str) -> str:
 
 
 def split_statements(text: str) -> list[str]:
-    """Cut DDL at semicolons; its comments carry no `;` and no `'` (a test pins that)."""
-    return [part.strip() for part in strip_comments(text).split(";") if part.strip()]
+    """Cut DDL at semicolons outside a `$$` body; its comments carry no `;` and no `'` (a test pins that)."""
+    return [part.strip() for part in _STATEMENT.findall(strip_comments(text)) if part.strip()]
 
 
 @cache

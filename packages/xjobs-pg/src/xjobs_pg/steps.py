@@ -7,6 +7,8 @@ from typing import cast
 from xjobs.contract.driver import Claim
 from xjobs.contract.stores import StepRecord, StepStatus
 from xjobs_pg.executor import Executor
+from xjobs_pg.params import One
+from xjobs_pg.store_params import StepPutParams
 
 
 class PostgresStepStore:
@@ -16,7 +18,7 @@ class PostgresStepStore:
         self._x = executor
 
     async def list(self, run_id: str, queue: str) -> list[StepRecord]:
-        rows = await self._x.fetch("step_list", run_id)
+        rows = await self._x.fetch("step_list", One(run_id))
         return [
             StepRecord(
                 run_id=str(row["run_id"]),
@@ -31,17 +33,5 @@ class PostgresStepStore:
         ]
 
     async def put(self, claim: Claim, record: StepRecord) -> bool:
-        landed = await self._x.fetchrow(
-            "step_put",
-            claim.job_id,
-            claim.worker_id,
-            claim.claims,
-            record.run_id,
-            record.name,
-            record.status,
-            record.result,
-            record.error,
-            record.position,
-            record.created_at_ms,
-        )
+        landed = await self._x.fetchrow("step_put", StepPutParams(claim, record))
         return landed is not None

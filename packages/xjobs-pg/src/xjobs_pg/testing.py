@@ -86,6 +86,13 @@ async def schema_structure(conn: asyncpg.Connection, schema: str) -> list[tuple[
     return [tuple(row) for row in await conn.fetch(SCHEMA_STRUCTURE, schema)]
 
 
+async def slots_named_leases(conn: asyncpg.Connection, schema: str) -> None:
+    """Give `schema` the fleet slot table under its name before version 5 (`leases`), as older installs have it."""
+    quoted = quote_schema(schema)
+    await conn.execute(f"alter table {quoted}.slots rename to leases")
+    await conn.execute(f"alter table {quoted}.leases rename constraint slots_pkey to leases_pkey")
+
+
 LEAKED_TABLES = """
 select schemaname || '.' || tablename as name
 from pg_tables

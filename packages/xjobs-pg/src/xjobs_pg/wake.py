@@ -12,6 +12,7 @@ import asyncpg
 
 from xjobs.contract.backend import WakeSource
 from xjobs_pg.executor import Executor
+from xjobs_pg.store_params import ProbeParams
 
 log = logging.getLogger("xjobs_pg.wake")
 
@@ -77,7 +78,7 @@ class WakeListener:
         """Send a probe through the pool (another session) and trust the wake once it arrives."""
         self._proved.clear()
         self._probe = f"probe:{secrets.token_hex(8)}"
-        await self._executor.execute("wake_probe", self._channel, self._probe)
+        await self._executor.execute("wake_probe", ProbeParams(self._channel, self._probe))
         try:
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
             # lands as the probe arrives, and close() would then wait on a live session forever.

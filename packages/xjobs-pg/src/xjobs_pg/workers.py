@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from xjobs.contract.stores import WorkerInfo
 from xjobs_pg.executor import Executor
+from xjobs_pg.params import One
+from xjobs_pg.store_params import AnnounceParams, BeatParams, NowParams
 
 
 class PostgresWorkerRegistry:
@@ -13,17 +15,17 @@ class PostgresWorkerRegistry:
         self._x = executor
 
     async def announce(self, info: WorkerInfo, ttl_ms: int) -> None:
-        args = (info.id, info.host, info.pid, list(info.queues), info.started_at_ms, ttl_ms)
-        await self._x.execute("worker_announce", self._x.now(), *args)
+        await self._x.execute("worker_announce", AnnounceParams(self._x.now(), info, ttl_ms))
 
     async def beat(self, worker_id: str, ttl_ms: int) -> bool:
-        return await self._x.execute("worker_beat", self._x.now(), worker_id, ttl_ms) == 1
+        params = BeatParams(self._x.now(), worker_id, ttl_ms)
+        return await self._x.execute("worker_beat", params) == 1
 
     async def forget(self, worker_id: str) -> None:
-        await self._x.execute("worker_forget", worker_id)
+        await self._x.execute("worker_forget", One(worker_id))
 
     async def list(self) -> list[WorkerInfo]:
-        rows = await self._x.fetch("worker_list", self._x.now())
+        rows = await self._x.fetch("worker_list", NowParams(self._x.now()))
         return [
             WorkerInfo(
                 id=row["id"],

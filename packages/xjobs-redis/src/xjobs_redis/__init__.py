@@ -1,3 +1,3 @@
-"""xjobs-redis: the Redis backend for xjobs (job driver, worker registry, fleet lease store)."""
+"""xjobs-redis: the Redis backend for xjobs (job driver, worker registry, fleet slot store, and more)."""
 
 __version__ = "0.1.0"

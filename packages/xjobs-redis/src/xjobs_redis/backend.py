@@ -17,8 +17,8 @@ from xjobs_redis.errors import interpret_error
 from xjobs_redis.events import RedisEventBus
 from xjobs_redis.executor import Executor
 from xjobs_redis.keys import DEFAULT_PREFIX, Keys, validate_prefix
-from xjobs_redis.slots import RedisSlotStore
 from xjobs_redis.scheduler import RedisLeader, RedisSchedulerState
+from xjobs_redis.slots import RedisSlotStore
 from xjobs_redis.steps import RedisStepStore
 from xjobs_redis.wake import WakeSubscriber
 from xjobs_redis.workers import RedisWorkerRegistry

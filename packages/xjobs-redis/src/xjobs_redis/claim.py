@@ -17,7 +17,9 @@ from xjobs.contract.driver import (
     ClaimResult,
     assert_claim_queues,
 )
-from xjobs_redis.executor import Arg, Call, Executor
+from xjobs_redis.calls import fleet
+from xjobs_redis.calls import jobs as calls
+from xjobs_redis.executor import Call, Executor
 from xjobs_redis.keys import Keys, job_id_of
 from xjobs_redis.rows import buried_job, claimed_job
 
@@ -44,8 +46,8 @@ class ClaimPass:
             else:
                 counts = await self._pick(asks, options.limit, presence)
                 presence = []  # it rode the peek's round trip
-        calls = [*presence, *(self._claim_call(queue, n, options) for queue, n in counts.items())]
-        replies = await self._x.batch(calls)
+        batch = [*presence, *(self._claim_call(queue, n, options) for queue, n in counts.items())]
+        replies = await self._x.batch(batch)
         claimed: list[tuple[int, int, str, ClaimedJob]] = []
         buried: list[BuriedJob] = []
         for reply in replies[len(presence) :]:
@@ -61,40 +63,38 @@ class ClaimPass:
         """The worker registry refresh that rides the claim's round trip."""
         if options.presence_ttl_ms is None:
             return []
-        keys = [self._keys.workers(), self._keys.worker_seen()]
-        args: list[Arg] = [self._x.now(), options.worker_id, options.presence_ttl_ms]
-        return [Call("worker_beat", keys, args)]
+        beat = fleet.worker_beat(
+            self._keys,
+            now=self._x.now(),
+            worker_id=options.worker_id,
+            ttl_ms=options.presence_ttl_ms,
+        )
+        return [beat]
 
     def _claim_call(self, queue: str, n: int, options: ClaimOptions) -> Call:
-        k = self._keys
-        keys = [
-            k.ready(queue),
-            k.delayed(queue),
-            k.leased(queue),
-            k.live(queue),
-            k.finished(queue, "dead"),
-            k.finished(queue, "failed"),
-        ]
-        args: list[Arg] = [
-            self._x.now(),
-            n,
-            options.worker_id,
-            options.lease_ms,
-            LAPSED_ON_FINAL_ATTEMPT,
-            SWEEP_BOUND,
-        ]
-        return Call("claim", keys, args)
+        return calls.claim(
+            self._keys,
+            now=self._x.now(),
+            queue=queue,
+            take=n,
+            worker_id=options.worker_id,
+            lease_ms=options.lease_ms,
+            buried_error=LAPSED_ON_FINAL_ATTEMPT,
+            sweep_bound=SWEEP_BOUND,
+        )
 
     async def _pick(self, asks: dict[str, int], limit: int, presence: list[Call]) -> dict[str, int]:
         """How many to claim from each queue: the best `limit` candidates across the queues."""
         counts = dict.fromkeys(asks, 0)
         asked = [queue for queue, ask in asks.items() if ask > 0]
-        k = self._keys
+        now = self._x.now()
         peeks = [
-            Call(
-                "peek",
-                [k.ready(queue), k.delayed(queue), k.leased(queue)],
-                [self._x.now(), min(asks[queue], limit), SWEEP_BOUND],
+            calls.peek(
+                self._keys,
+                now=now,
+                queue=queue,
+                want=min(asks[queue], limit),
+                sweep_bound=SWEEP_BOUND,
             )
             for queue in asked
         ]

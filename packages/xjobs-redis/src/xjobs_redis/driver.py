@@ -11,22 +11,18 @@ from xjobs.contract.driver import (
     ClaimOptions,
     ClaimResult,
     EnqueueResult,
+    JobMove,
     JobRecord,
     Nack,
     NewJob,
-    RequeueFilter,
 )
-from xjobs.errors import (
-    JobNotCancellableError,
-    JobNotFoundError,
-    JobNotRequeueableError,
-    JobRequeueDuplicateError,
-)
+from xjobs.contract.introspection import RequeueFilter
+from xjobs_redis.calls import jobs as calls
 from xjobs_redis.claim import ClaimPass
-from xjobs_redis.executor import Arg, Call, Executor
+from xjobs_redis.executor import Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queue_of, queues, reader
-from xjobs_redis.rows import enqueue_row, flat_hash, job_record
+from xjobs_redis.rows import flat_hash, job_record
 
 FINISHED_ORDER = tuple(sorted(FINISHED_STATES))
 
@@ -47,21 +43,17 @@ class RedisJobDriver:
         if not jobs:
             return []
         by_queue: dict[str, list[int]] = {}
-        rows = [enqueue_row(job) for job in jobs]
         for index, job in enumerate(jobs):
             by_queue.setdefault(job.queue, []).append(index)
-        k = self._k
-        channel = k.wake_channel()
-        calls: list[Call] = []
-        for queue, indexes in by_queue.items():
-            keys = [k.ready(queue), k.delayed(queue), k.live(queue), k.queues()]
-            keys += [k.job(queue, jobs[i].id) for i in indexes]
-            args = [self._x.now(), queue, channel, *(rows[i] for i in indexes)]
-            calls.append(Call("enqueue", keys, args))
-        if len(calls) == 1:
-            replies = [await self._x.run("enqueue", calls[0].keys, calls[0].args)]
+        now = self._x.now()
+        batch = [
+            calls.enqueue(self._k, now=now, queue=queue, jobs=[jobs[i] for i in indexes])
+            for queue, indexes in by_queue.items()
+        ]
+        if len(batch) == 1:
+            replies = [await self._x.run(batch[0])]
         else:
-            replies = await self._x.batch(calls)
+            replies = await self._x.batch(batch)
         results: list[EnqueueResult | None] = [None] * len(jobs)
         for indexes, reply in zip(by_queue.values(), replies, strict=True):
             for index, (job_id, run_id, inserted) in zip(indexes, reply, strict=True):
@@ -77,100 +69,60 @@ class RedisJobDriver:
         queue = await queue_of(self._x, self._k, claim)
         if queue is None:
             return False
-        k = self._k
-        keys = [
-            k.job(queue, claim.job_id),
-            k.leased(queue),
-            k.live(queue),
-            k.finished(queue, "completed"),
-        ]
-        args: list[Arg] = [self._x.now(), claim.worker_id, claim.claims]
-        return bool(await self._x.run("ack", keys, args) == 1)
+        call = calls.ack(self._k, now=self._x.now(), queue=queue, claim=claim)
+        return bool(await self._x.run(call) == 1)
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
         queue = await queue_of(self._x, self._k, claim)
         if queue is None:
             return False
-        k = self._k
-        keys = [
-            *k.rescheduling(queue, claim.job_id),
-            k.live(queue),
-            k.finished(queue, "dead"),
-            k.finished(queue, "failed"),
-        ]
-        args: list[Arg] = [
-            self._x.now(),
-            claim.worker_id,
-            claim.claims,
-            nack.kind,
-            "" if nack.run_at_ms is None else nack.run_at_ms,
-            1 if nack.counts_as_attempt else 0,
-            0 if nack.error is None else 1,
-            nack.error or "",
-        ]
-        return bool(await self._x.run("nack", keys, args) == 1)
+        call = calls.nack(self._k, now=self._x.now(), queue=queue, claim=claim, nack=nack)
+        return bool(await self._x.run(call) == 1)
 
     async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
         queue = await queue_of(self._x, self._k, claim)
         if queue is None:
             return False
-        keys = [self._k.job(queue, claim.job_id), self._k.leased(queue)]
-        args: list[Arg] = [self._x.now(), claim.worker_id, claim.claims, lease_ms]
-        return bool(await self._x.run("heartbeat", keys, args) == 1)
+        now = self._x.now()
+        call = calls.heartbeat(self._k, now=now, queue=queue, claim=claim, lease_ms=lease_ms)
+        return bool(await self._x.run(call) == 1)
 
     async def record_progress(self, claim: Claim, progress: float) -> bool:
         queue = await queue_of(self._x, self._k, claim)
         if queue is None:
             return False
-        keys = [self._k.job(queue, claim.job_id)]
-        args: list[Arg] = [self._x.now(), claim.worker_id, claim.claims, repr(float(progress))]
-        return bool(await self._x.run("record_progress", keys, args) == 1)
+        now = self._x.now()
+        call = calls.record_progress(self._k, now=now, queue=queue, claim=claim, progress=progress)
+        return bool(await self._x.run(call) == 1)
 
-    # -- operator moves -----------------------------------------------------------------------
+    # -- operator moves: each answers a `JobMove`; core raises the refusal ----------------------
 
-    async def cancel(self, job_id: str, reason: str | None = None) -> JobRecord:
+    async def cancel(self, job_id: str, reason: str | None = None) -> JobMove:
         queue = await locate(self._x, self._k, job_id)
         if queue is None:
-            raise JobNotFoundError(f"no job has id {job_id!r}")
-        k = self._k
-        keys = [
-            k.job(queue, job_id),
-            k.ready(queue),
-            k.delayed(queue),
-            k.leased(queue),
-            k.live(queue),
-            k.finished(queue, "cancelled"),
-        ]
+            return JobMove("missing")
         error = f"cancelled: {reason}" if reason else "cancelled"
-        status, *rest = await self._x.run("cancel", keys, [self._x.now(), error])
+        call = calls.cancel(self._k, now=self._x.now(), queue=queue, job_id=job_id, error=error)
+        status, *rest = await self._x.run(call)
         if status == "missing":
-            raise JobNotFoundError(f"no job has id {job_id!r}")
+            return JobMove("missing")
         if status == "finished":
-            raise JobNotCancellableError(
-                f"job {job_id} is already {rest[0]}; only a live job can be cancelled"
-            )
-        return job_record(flat_hash(rest[0]))
+            return JobMove("finished", state=str(rest[0]))
+        return JobMove("done", job_record(flat_hash(rest[0])))
 
-    async def requeue(self, job_id: str) -> JobRecord:
+    async def requeue(self, job_id: str) -> JobMove:
         queue = await locate(self._x, self._k, job_id)
         if queue is None:
-            raise JobNotFoundError(f"no job has id {job_id!r}")
-        k = self._k
-        keys = [k.job(queue, job_id), k.ready(queue), k.live(queue)]
-        keys += [k.finished(queue, state) for state in FINISHED_ORDER]
-        status, *rest = await self._x.run("requeue", keys, [self._x.now()])
+            return JobMove("missing")
+        call = calls.requeue(self._k, now=self._x.now(), queue=queue, job_id=job_id)
+        status, *rest = await self._x.run(call)
         if status == "missing":
-            raise JobNotFoundError(f"no job has id {job_id!r}")
+            return JobMove("missing")
         if status == "live":
-            raise JobNotRequeueableError(
-                f"job {job_id} is {rest[0]}; only a finished job can be requeued"
-            )
+            return JobMove("live", state=str(rest[0]))
         if status == "duplicate":
-            raise JobRequeueDuplicateError(
-                f"job {job_id} cannot be requeued: live job {rest[0] or '(unknown)'} holds its "
-                "idempotency key"
-            )
-        return job_record(flat_hash(rest[0]))
+            return JobMove("duplicate", holder=str(rest[0]) or None)
+        return JobMove("done", job_record(flat_hash(rest[0])))
 
     async def requeue_many(self, where: RequeueFilter) -> BulkResult:
         """One script per queue, in queue-name order, each with what is left of the limit."""
@@ -180,12 +132,16 @@ class RedisJobDriver:
             names = await queues(self._x, self._k)
         states = [state for state in FINISHED_ORDER if state in where.states]
         moved = remaining = 0
-        k = self._k
         for queue in names:
-            keys = [k.ready(queue), k.live(queue), *(k.finished(queue, s) for s in states)]
-            name: tuple[Arg, Arg] = (1, where.name) if where.name is not None else (0, "")
-            args: list[Arg] = [self._x.now(), max(where.limit - moved, 0), *name]
-            step_moved, step_remaining = await self._x.run("requeue_many", keys, args)
+            call = calls.requeue_many(
+                self._k,
+                now=self._x.now(),
+                queue=queue,
+                states=states,
+                limit=where.limit - moved,
+                name=where.name,
+            )
+            step_moved, step_remaining = await self._x.run(call)
             moved += int(step_moved)
             remaining += int(step_remaining)
         return BulkResult(moved=moved, remaining=remaining)

@@ -24,7 +24,10 @@ Arg = str | int | float
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One script call: the operation's name, the keys it touches, its other arguments."""
+    """One script call: the operation's name, the keys it touches, its other arguments.
+
+    Each script's one builder in `xjobs_redis.calls` makes its calls; no call site lists KEYS.
+    """
 
     script: str
     keys: Sequence[str]
@@ -67,15 +70,16 @@ class Executor:
             if sha != script.sha:
                 raise BackendError(f"Redis loaded script {script.name} as {sha}, not {script.sha}")
 
-    async def run(self, script: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+    async def run(self, call: Call) -> Any:
         """One script call, one round trip (two more after a server restart flushed the scripts)."""
-        sha = self._scripts[script].sha
+        sha = self._scripts[call.script].sha
+        keys = call.keys
         try:
             try:
-                return await self.client.evalsha(sha, len(keys), *keys, *args)
+                return await self.client.evalsha(sha, len(keys), *keys, *call.args)
             except NoScriptError:
                 await self.load()
-                return await self.client.evalsha(sha, len(keys), *keys, *args)
+                return await self.client.evalsha(sha, len(keys), *keys, *call.args)
         except Exception as exc:
             raise interpret_error(exc) from exc
 

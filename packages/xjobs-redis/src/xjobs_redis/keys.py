@@ -2,9 +2,9 @@
 
 Per queue `q`, every key carries the hash tag `{<prefix>:<q>}`, so one queue's scripts touch one
 slot and run on Redis Cluster. The global keys (the queue set, the worker registry, the
-scheduler's state and leader) share the tag `{<prefix>}`; each fleet lease key is a slot of its
-own; the event bus's keys share the tag `{<prefix>:events}` (a queue named `events` shares that
-slot, never a key name). The layout is in the README.
+scheduler's state and leader) share the tag `{<prefix>}`; each concurrency key's slots ZSET has
+a hash tag of its own; the event bus's keys share the tag `{<prefix>:events}` (a queue named
+`events` shares that slot, never a key name). The layout is in the README.
 """
 
 from __future__ import annotations
@@ -146,10 +146,14 @@ class Keys:
         """ZSET of the waits that have a deadline: member the job id, score deadline_ms."""
         return f"{self._events}:event_deadlines"
 
-    # -- fleet leases -------------------------------------------------------------------------
+    # -- fleet concurrency slots --------------------------------------------------------------
 
-    def lease(self, key: str) -> str:
-        """ZSET of one lease key's slots: member `<job_id>:<claims>`, score expiry."""
+    def slot(self, key: str) -> str:
+        """ZSET of one slot key's holders: member `<job_id>:<claims>`, score expiry.
+
+        The text `lease:` stays in the name (the store was the lease store once), so the slots a
+        running fleet holds survive an upgrade.
+        """
         return f"{self.prefix}:{{{self.prefix}:lease:{key}}}"
 
 

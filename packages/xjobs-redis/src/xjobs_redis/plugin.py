@@ -5,7 +5,6 @@ from __future__ import annotations
 from xjobs.contract.hookspecs import hookimpl
 from xjobs.contract.plugins import BackendFactory
 from xjobs_redis.backend import open_backend
-from xjobs_redis.testing import test_backend
 
 
 @hookimpl
@@ -15,7 +14,8 @@ def xjobs_backends() -> list[BackendFactory]:
             name="redis",
             schemes=("redis", "rediss"),
             open=open_backend,
-            test_backend=test_backend,
+            # Named, not imported: the test servers load only when a test opens one.
+            test_backend="xjobs_redis.testing:test_backend",
             description="Redis 6.2+: jobs in Lua scripts, one hash-tagged slot per queue; polled",
         )
     ]

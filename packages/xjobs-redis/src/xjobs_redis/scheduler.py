@@ -7,14 +7,9 @@ from collections.abc import Sequence
 
 from xjobs.contract.driver import NewJob
 from xjobs.contract.stores import TaskFire
-from xjobs_redis.executor import Arg, Call, Command, Executor
+from xjobs_redis.calls import scheduler as calls
+from xjobs_redis.executor import Call, Command, Executor
 from xjobs_redis.keys import Keys
-from xjobs_redis.rows import enqueue_row
-
-
-def watermark_arg(previous_ms: int | None) -> str:
-    """The CAS operand of `scheduler_arm.lua` and `scheduler_fire.lua`: '' for a task with none yet."""
-    return "" if previous_ms is None else str(previous_ms)
 
 
 def decode_fire(task: str, text: str) -> TaskFire:
@@ -47,36 +42,26 @@ class RedisSchedulerState:
         return {t: int(v) for t, v in zip(names, values, strict=True) if v is not None}
 
     async def arm(self, task: str, previous_ms: int | None, watermark_ms: int) -> bool:
-        args: list[Arg] = [task, watermark_arg(previous_ms), watermark_ms]
-        keys = [self._k.scheduler_watermarks()]
-        return bool(await self._x.run("scheduler_arm", keys, args) == 1)
+        call = calls.scheduler_arm(
+            self._k, task=task, previous_ms=previous_ms, watermark_ms=watermark_ms
+        )
+        return bool(await self._x.run(call) == 1)
 
     async def fire(
         self, task: str, previous_ms: int | None, occurrence_ms: int, job: NewJob
     ) -> bool:
         """One round trip: the queue set's SADD (as an enqueue's) and `scheduler_fire.lua`, pipelined."""
-        k, queue = self._k, job.queue
-        keys = [
-            k.scheduler_watermarks(),
-            k.scheduler_fires(),
-            k.ready(queue),
-            k.delayed(queue),
-            k.live(queue),
-            k.job(queue, job.id),
-        ]
-        args: list[Arg] = [
-            self._x.now(),
-            task,
-            watermark_arg(previous_ms),
-            occurrence_ms,
-            enqueue_row(job),
-        ]
-        queues_key = k.queues()
-        calls: list[Call | Command] = [
-            lambda pipe: pipe.sadd(queues_key, queue),
-            Call("scheduler_fire", keys, args),
-        ]
-        _, moved = await self._x.batch(calls)
+        queues_key, queue = self._k.queues(), job.queue
+        fire = calls.scheduler_fire(
+            self._k,
+            now=self._x.now(),
+            task=task,
+            previous_ms=previous_ms,
+            occurrence_ms=occurrence_ms,
+            job=job,
+        )
+        batch: list[Call | Command] = [lambda pipe: pipe.sadd(queues_key, queue), fire]
+        _, moved = await self._x.batch(batch)
         return bool(moved == 1)
 
     async def task_fires(self, tasks: Sequence[str] | None = None) -> dict[str, TaskFire]:
@@ -113,11 +98,11 @@ class RedisLeader:
 
     def __init__(self, executor: Executor, keys: Keys) -> None:
         self._x = executor
-        self._key = keys.scheduler_leader()
+        self._k = keys
 
     async def acquire(self, candidate: str, ttl_ms: int) -> bool:
-        args: list[Arg] = [self._x.now(), candidate, ttl_ms]
-        return bool(await self._x.run("leader_acquire", [self._key], args) == 1)
+        call = calls.leader_acquire(self._k, now=self._x.now(), candidate=candidate, ttl_ms=ttl_ms)
+        return bool(await self._x.run(call) == 1)
 
     async def release(self, candidate: str) -> None:
-        await self._x.run("leader_release", [self._key], [candidate])
+        await self._x.run(calls.leader_release(self._k, candidate=candidate))

@@ -6,23 +6,10 @@ import json
 
 from xjobs.contract.driver import Claim
 from xjobs.contract.stores import StepRecord
-from xjobs_redis.executor import Arg, Executor
+from xjobs_redis.calls import events as calls
+from xjobs_redis.executor import Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import queue_of
-
-
-def encode_record(record: StepRecord) -> str:
-    """A record's value in the run's HASH (the run id and the name are in the key and the field)."""
-    return json.dumps(
-        {
-            "status": record.status,
-            "result": record.result,
-            "error": record.error,
-            "position": record.position,
-            "created_at_ms": record.created_at_ms,
-        },
-        ensure_ascii=False,
-    )
 
 
 def decode_record(run_id: str, name: str, text: str) -> StepRecord:
@@ -56,6 +43,5 @@ class RedisStepStore:
         queue = await queue_of(self._x, self._k, claim)
         if queue is None:
             return False
-        keys = [self._k.job(queue, claim.job_id), self._k.steps(queue, record.run_id)]
-        args: list[Arg] = [claim.worker_id, claim.claims, record.name, encode_record(record)]
-        return bool(await self._x.run("step_put", keys, args) == 1)
+        call = calls.step_put(self._k, queue=queue, claim=claim, record=record)
+        return bool(await self._x.run(call) == 1)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from xjobs.contract.stores import WorkerInfo
-from xjobs_redis.executor import Arg, Executor
+from xjobs_redis.calls import fleet
+from xjobs_redis.executor import Executor
 from xjobs_redis.keys import Keys
 
 
@@ -14,28 +15,22 @@ class RedisWorkerRegistry:
 
     def __init__(self, executor: Executor, keys: Keys) -> None:
         self._x = executor
-        self._keys = [keys.workers(), keys.worker_info(), keys.worker_seen()]
+        self._k = keys
 
     async def announce(self, info: WorkerInfo, ttl_ms: int) -> None:
-        details = {
-            "host": info.host,
-            "pid": info.pid,
-            "queues": list(info.queues),
-            "started_at_ms": info.started_at_ms,
-        }
-        args: list[Arg] = [self._x.now(), info.id, json.dumps(details, ensure_ascii=False), ttl_ms]
-        await self._x.run("worker_announce", self._keys, args)
+        await self._x.run(
+            fleet.worker_announce(self._k, now=self._x.now(), info=info, ttl_ms=ttl_ms)
+        )
 
     async def beat(self, worker_id: str, ttl_ms: int) -> bool:
-        workers, _, seen = self._keys
-        args: list[Arg] = [self._x.now(), worker_id, ttl_ms]
-        return bool(await self._x.run("worker_beat", [workers, seen], args) == 1)
+        call = fleet.worker_beat(self._k, now=self._x.now(), worker_id=worker_id, ttl_ms=ttl_ms)
+        return bool(await self._x.run(call) == 1)
 
     async def forget(self, worker_id: str) -> None:
-        await self._x.run("worker_forget", self._keys, [worker_id])
+        await self._x.run(fleet.worker_forget(self._k, worker_id=worker_id))
 
     async def list(self) -> list[WorkerInfo]:
-        rows = await self._x.run("worker_list", self._keys, [self._x.now()])
+        rows = await self._x.run(fleet.worker_list(self._k, now=self._x.now()))
         infos = []
         for worker_id, text, seen in rows:
             details = json.loads(text)

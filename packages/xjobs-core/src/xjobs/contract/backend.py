@@ -8,6 +8,7 @@ from typing import Final
 
 from xjobs.clock import Clock
 from xjobs.contract.driver import BatchAck, JobDriver
+from xjobs.contract.introspection import JobIntrospection
 from xjobs.contract.stores import (
     EventBus,
     LeaderElection,
@@ -29,6 +30,7 @@ CAPABILITIES: Final[frozenset[str]] = frozenset(
         "outbox",
         "scheduler",
         "leader",
+        "introspection",
         "wake",
     }
 )
@@ -85,6 +87,7 @@ class Backend:
     outbox: OutboxStore | None = None
     scheduler: SchedulerState | None = None
     leader: LeaderElection | None = None
+    introspection: JobIntrospection | None = None
     wake: WakeSource | None = None
     on_close: Callable[[], Awaitable[None]] | None = None
     on_install: Callable[[], Awaitable[None]] | None = None

@@ -239,16 +239,6 @@ class JobRecord:
         return self.state in LIVE_STATES
 
 
-@dataclass(frozen=True, slots=True)
-class RequeueFilter:
-    """Which finished jobs a bulk requeue moves: by state, and optionally one queue or one job name."""
-
-    states: tuple[Literal["dead", "failed", "cancelled"], ...] = ("dead",)
-    queue: str | None = None
-    name: str | None = None
-    limit: int = 1000
-
-
 @runtime_checkable
 class JobDriver(Protocol):
     """The queue of one engine. Every settle is fenced on `state = 'running'` and the claim."""
@@ -286,10 +276,6 @@ class JobDriver(Protocol):
 
         Answers `missing`, `live`, or `duplicate` (a live job holds its namespace) otherwise.
         """
-        ...
-
-    async def requeue_many(self, where: RequeueFilter) -> BulkResult:
-        """Requeue up to `where.limit` finished jobs; `remaining` is what a second call would move."""
         ...
 
     async def get(self, job_id: str) -> JobRecord | None:

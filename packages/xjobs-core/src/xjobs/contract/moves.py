@@ -8,28 +8,42 @@ from xjobs.contract.driver import JobMove, JobRecord
 from xjobs.errors import (
     JobNotCancellableError,
     JobNotFoundError,
+    JobNotPromotableError,
+    JobNotRemovableError,
     JobNotRequeueableError,
     JobRequeueDuplicateError,
+    XJobsError,
 )
 
+Verb = Literal["cancel", "requeue", "promote", "remove"]
 
-def moved(verb: Literal["cancel", "requeue"], job_id: str, move: JobMove) -> JobRecord:
-    """The record of a move that was `done`; any other status raises its stable refusal."""
-    if move.status == "done" and move.record is not None:
-        return move.record
+
+def _refusal(verb: Verb, job_id: str, move: JobMove) -> XJobsError:
+    state = move.state
     if move.status == "missing":
-        raise JobNotFoundError(f"no job has id {job_id!r}")
-    if move.status == "finished":
-        raise JobNotCancellableError(
-            f"job {job_id} is already {move.state}; only a live job can be cancelled"
+        return JobNotFoundError(f"no job has id {job_id!r}")
+    if verb == "cancel":
+        return JobNotCancellableError(
+            f"job {job_id} is already {state}; only a live job can be cancelled"
         )
-    if move.status == "live":
-        raise JobNotRequeueableError(
-            f"job {job_id} is {move.state}; only a finished job can be requeued"
-        )
-    if move.status == "duplicate":
-        raise JobRequeueDuplicateError(
+    if verb == "requeue" and move.status == "duplicate":
+        return JobRequeueDuplicateError(
             f"job {job_id} cannot be requeued: live job {move.holder or '(unknown)'} holds its "
             "idempotency key"
         )
-    raise AssertionError(f"a {verb} answered {move.status!r} with no record")
+    if verb == "requeue":
+        return JobNotRequeueableError(
+            f"job {job_id} is {state}; only a finished job can be requeued"
+        )
+    if verb == "promote":
+        return JobNotPromotableError(
+            f"job {job_id} is {state}; only a ready (delayed or retrying) job can be promoted"
+        )
+    return JobNotRemovableError(f"job {job_id} is {state}; only a finished job can be removed")
+
+
+def moved(verb: Verb, job_id: str, move: JobMove) -> JobRecord:
+    """The record of a move that was `done`; any other status raises its stable refusal."""
+    if move.status == "done" and move.record is not None:
+        return move.record
+    raise _refusal(verb, job_id, move)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xjobs.clock import Clock
 from xjobs.contract.backend import WakeSource
 from xjobs.contract.driver import (
+    FINISHED_STATES,
     LAPSED_ON_FINAL_ATTEMPT,
     LIVE_STATES,
     BulkResult,
@@ -21,9 +22,10 @@ from xjobs.contract.driver import (
     JobRecord,
     Nack,
     NewJob,
-    RequeueFilter,
     assert_claim_queues,
 )
+from xjobs.contract.introspection import AttemptError
+from xjobs.memory.ledger import MemoryLedger
 from xjobs.memory.rows import JobRow
 from xjobs.memory.workers import MemoryWorkerRegistry
 
@@ -41,6 +43,8 @@ class MemoryJobDriver:
     """Jobs in a dict, with a due heap and a delayed heap per queue; every method is atomic."""
 
     def __init__(self, clock: Clock, workers: MemoryWorkerRegistry, wake: WakeSource) -> None:
+        self.ledger = MemoryLedger()
+        self._on_remove: list[Callable[[str], None]] = []
         self._clock = clock
         self._workers = workers
         self._wake = wake
@@ -137,9 +141,14 @@ class MemoryJobDriver:
             queue = self._queue(name)
             self._promote_due(queue, now)
             buried.extend(self._sweep_lapsed(queue, now))
-        quota = {name: limit for name, limit in options.queues.items() if limit > 0}
+        quota = {
+            name: limit
+            for name, limit in options.queues.items()
+            if limit > 0 and not self.ledger.paused("queue", name)
+        }
         total = sum(quota.values()) if options.limit is None else options.limit
         claimed: list[ClaimedJob] = []
+        skipped: list[tuple[str, _Entry]] = []  # heads of a paused job name, put back after
         while len(claimed) < total and quota:
             # The next job across the asked queues, in claim order: priority, run_at, id.
             best: tuple[int, int, str, str] | None = None
@@ -152,8 +161,11 @@ class MemoryJobDriver:
             if best is None:
                 break
             queue_name = best[3]
-            heapq.heappop(self._queues[queue_name].due)
+            entry = heapq.heappop(self._queues[queue_name].due)
             row = self._rows[best[2]]
+            if self.ledger.paused("job", row.name):
+                skipped.append((queue_name, entry))
+                continue
             row.state = "running"
             row.attempt += 1
             row.claims += 1
@@ -164,6 +176,8 @@ class MemoryJobDriver:
             quota[queue_name] -= 1
             if quota[queue_name] == 0:
                 del quota[queue_name]
+        for queue_name, entry in skipped:
+            heapq.heappush(self._queues[queue_name].due, entry)
         return ClaimResult(jobs=tuple(claimed), buried=tuple(r.buried() for r in buried))
 
     def _sweep_lapsed(self, queue: _Queue, now: int) -> list[JobRow]:
@@ -178,7 +192,9 @@ class MemoryJobDriver:
                 row.finished_at_ms = now
                 row.lease_until_ms = None
                 row.last_error = LAPSED_ON_FINAL_ATTEMPT
+                self._record_error(row, row.claimed_by, LAPSED_ON_FINAL_ATTEMPT, now)
                 self._touch(row, now)
+                self.ledger.count(row.name, "dead-lettered" if row.dead_letter else "dropped", now)
                 buried.append(row)
             else:
                 version = self._versions[row.id]
@@ -215,6 +231,7 @@ class MemoryJobDriver:
         row.finished_at_ms = now
         row.lease_until_ms = None
         self._touch(row, now)
+        self.ledger.count(row.name, "completed", now)
         return True
 
     async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:
@@ -225,6 +242,7 @@ class MemoryJobDriver:
         if row is None:
             return False
         now = self._clock.now_ms()
+        attempt = row.attempt
         if not nack.counts_as_attempt:
             row.attempt = max(row.attempt - 1, 0)
         row.lease_until_ms = None
@@ -233,10 +251,18 @@ class MemoryJobDriver:
             row.finished_at_ms = now
         else:
             row.run_at_ms = nack.run_at_ms if nack.run_at_ms is not None else now
-        if nack.writes_error:
+        if nack.writes_error and nack.error is not None:
             row.last_error = nack.error
+            self._record_error(row, claim.worker_id, nack.error, now, attempt)
         self._touch(row, now)
+        self.ledger.count(row.name, nack.outcome, now)
         return True
+
+    def _record_error(
+        self, row: JobRow, worker_id: str | None, text: str, now: int, attempt: int | None = None
+    ) -> None:
+        at = row.attempt if attempt is None else attempt
+        self.ledger.record_error(AttemptError(row.id, at, worker_id, now, text))
 
     async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
         row = self._fenced(claim)
@@ -267,6 +293,7 @@ class MemoryJobDriver:
         row.lease_until_ms = None
         row.last_error = f"cancelled: {reason}" if reason else "cancelled"
         self._touch(row, now)
+        self.ledger.count(row.name, "cancelled", now)
         return JobMove("done", row.record())
 
     def _requeueable(self, row: JobRow, taken: set[tuple[str, str, str]]) -> bool:
@@ -294,29 +321,63 @@ class MemoryJobDriver:
         self._reset(row, self._clock.now_ms())
         return JobMove("done", row.record())
 
-    def _requeue_candidates(self, where: RequeueFilter) -> list[JobRow]:
-        rows = [
-            row
-            for row in self._rows.values()
-            if row.state in where.states
-            and (where.queue is None or row.queue == where.queue)
-            and (where.name is None or row.name == where.name)
-        ]
-        rows.sort(key=lambda r: (r.created_at_ms, r.id))
+    def retry_many(self, candidates: list[JobRow], limit: int) -> BulkResult:
+        """Requeue up to `limit` of `candidates` (oldest first); a row whose namespace a live row
+        holds, or an earlier candidate took, is skipped and not counted as remaining."""
         picked: list[JobRow] = []
         taken: set[tuple[str, str, str]] = set()
-        for row in rows:
+        for row in candidates:
             if self._requeueable(row, taken):
                 taken.add(row.namespace)
                 picked.append(row)
-        return picked
-
-    async def requeue_many(self, where: RequeueFilter) -> BulkResult:
         now = self._clock.now_ms()
-        moved = self._requeue_candidates(where)[: where.limit]
-        for row in moved:
+        for row in picked[:limit]:
             self._reset(row, now)
-        return BulkResult(moved=len(moved), remaining=len(self._requeue_candidates(where)))
+        if picked[:limit]:
+            self._wake.emit(None)
+        return BulkResult(moved=len(picked[:limit]), remaining=max(len(picked) - limit, 0))
+
+    def promote(self, job_id: str) -> JobMove:
+        """Make a `ready` job due now."""
+        row = self._rows.get(job_id)
+        if row is None:
+            return JobMove("missing")
+        if row.state in FINISHED_STATES:
+            return JobMove("finished", state=row.state)
+        if row.state != "ready":
+            return JobMove("live", state=row.state)
+        now = self._clock.now_ms()
+        row.run_at_ms = min(row.run_at_ms, now)
+        self._touch(row, now)
+        self._wake.emit(row.queue)
+        return JobMove("done", row.record())
+
+    def remove(self, job_id: str) -> JobMove:
+        """Delete a finished job (its steps and errors go with it)."""
+        row = self._rows.get(job_id)
+        if row is None:
+            return JobMove("missing")
+        if row.state in LIVE_STATES:
+            return JobMove("live", state=row.state)
+        record = row.record()
+        del self._rows[job_id]
+        self._versions.pop(job_id, None)
+        self.ledger.forget(job_id)
+        for listener in self._on_remove:
+            listener(row.run_id)
+        return JobMove("done", record)
+
+    def rows(self) -> list[JobRow]:
+        """Every row (the operator surface reads them; it never mutates one directly)."""
+        return list(self._rows.values())
+
+    def wake_all(self) -> None:
+        """A resumed pause may free work in any queue."""
+        self._wake.emit(None)
+
+    def on_remove(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(run_id)` when a job is removed (the step store drops its records)."""
+        self._on_remove.append(listener)
 
     async def get(self, job_id: str) -> JobRecord | None:
         row = self._rows.get(job_id)

@@ -13,6 +13,7 @@ from xjobs.contract.hookspecs import hookimpl
 from xjobs.contract.plugins import BackendFactory
 from xjobs.memory.driver import MemoryJobDriver
 from xjobs.memory.events import MemoryEventBus
+from xjobs.memory.introspection import MemoryIntrospection
 from xjobs.memory.outbox import MemoryOutboxStore
 from xjobs.memory.scheduler import MemoryLeader, MemorySchedulerState
 from xjobs.memory.slots import MemorySlotStore
@@ -39,6 +40,7 @@ def _fresh(url: str, clock: Clock) -> Backend:
         outbox=MemoryOutboxStore(clock, wake),
         scheduler=MemorySchedulerState(clock, jobs),
         leader=MemoryLeader(clock),
+        introspection=MemoryIntrospection(clock, jobs),
         wake=wake,
         features=frozenset({"ack_many"}),
     )

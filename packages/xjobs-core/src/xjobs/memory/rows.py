@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xjobs.contract.driver import BuriedJob, ClaimedJob, JobRecord, JobState, NewJob
+from xjobs.contract.introspection import JobSummary
 
 
 @dataclass(slots=True)
@@ -93,6 +94,25 @@ class JobRow:
             payload=self.payload,
             state="dead" if self.state == "dead" else "failed",
             attempt=self.attempt,
+        )
+
+    def summary(self) -> JobSummary:
+        return JobSummary(
+            id=self.id,
+            name=self.name,
+            queue=self.queue,
+            state=self.state,
+            tenant_id=self.tenant_id,
+            priority=self.priority,
+            attempt=self.attempt,
+            max_attempts=self.max_attempts,
+            run_at_ms=self.run_at_ms,
+            created_at_ms=self.created_at_ms,
+            updated_at_ms=self.updated_at_ms,
+            finished_at_ms=self.finished_at_ms,
+            claimed_by=self.claimed_by,
+            progress=self.progress,
+            last_error=self.last_error,
         )
 
     def record(self) -> JobRecord:

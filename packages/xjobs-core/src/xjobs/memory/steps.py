@@ -13,6 +13,11 @@ class MemoryStepStore:
     def __init__(self, jobs: MemoryJobDriver) -> None:
         self._jobs = jobs
         self._runs: dict[str, dict[str, StepRecord]] = {}
+        jobs.on_remove(self._forget)
+
+    def _forget(self, run_id: str) -> None:
+        """A removed job's steps go with it."""
+        self._runs.pop(run_id, None)
 
     async def list(self, run_id: str, queue: str) -> list[StepRecord]:
         records = self._runs.get(run_id, {})

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 from xjobs.contract.backend import WakeSource
 from xjobs.contract.driver import JobDriver
@@ -14,27 +13,11 @@ from xjobs.errors import WorkerStateError
 from xjobs.ids import new_worker_id
 from xjobs.roles.idle_wait import IdleBackoff
 from xjobs.roles.relay_options import RelayOptions
+from xjobs.roles.relay_stats import RelayStats
+from xjobs.roles.role import RoleState
 from xjobs.roles.waker import Waker
 
 log = logging.getLogger("xjobs.roles.relay")
-
-State = Literal["new", "running", "draining", "closed"]
-
-
-@dataclass
-class RelayStats:
-    """What one relay did while it ran."""
-
-    relay_id: str
-    passes: int = 0
-    published: int = 0
-    deduped: int = 0
-    lost: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        counts = asdict(self)
-        del counts["relay_id"]
-        return counts
 
 
 class Relay:
@@ -61,15 +44,16 @@ class Relay:
         self._wake = wake
         self._backoff = IdleBackoff(options.poll_floor_ms, lambda: wake is not None and wake.live)
         self._waker = Waker()
-        self._state: State = "new"
+        self._state: RoleState = "new"
         self._accepting = False
         self._until_idle = False
         self._loop_task: asyncio.Task[None] | None = None
         self._unsubscribe: Any = None
         self._done: asyncio.Future[None] | None = None
+        self._drain_timeout_ms = options.drain_timeout_ms
 
     @property
-    def state(self) -> State:
+    def state(self) -> RoleState:
         return self._state
 
     async def start(self, *, until_idle: bool = False) -> None:
@@ -91,29 +75,32 @@ class Relay:
             raise WorkerStateError(f"relay {self.id} was never started")
         await asyncio.shield(self._done)
 
-    def stop_accepting(self) -> None:
-        """Phase one: no new pass starts; the one in flight finishes. Aborts nothing."""
+    def stop_accepting(self, *, drain_timeout_ms: int | None = None) -> None:
+        """Phase one: no new pass starts; the one in flight finishes, up to `drain_timeout_ms`
+        (default `options.drain_timeout_ms`). Aborts nothing."""
         if self._state not in ("new", "running"):
             return
         self._state = "draining"
+        if drain_timeout_ms is not None:
+            self._drain_timeout_ms = drain_timeout_ms
         self._accepting = False
         self._waker.kick()
         self._finish()
 
-    def abandon(self) -> None:
+    def interrupt(self) -> None:
         """Cancel the pass in flight now (a second SIGTERM): its rows are retaken after the lease."""
         self.stop_accepting()
         if self._loop_task is not None:
             self._loop_task.cancel()
 
     async def close(self) -> None:
-        """Phase two: wait out the pass in flight, up to `drain_timeout`, then detach from the wake."""
+        """Phase two: wait out the pass in flight, up to the drain timeout, then detach from the wake."""
         if self._state == "closed":
             return
         self.stop_accepting()
         task = self._loop_task
         if task is not None and not task.done():
-            _, pending = await asyncio.wait({task}, timeout=self.options.drain_timeout_ms / 1000)
+            _, pending = await asyncio.wait({task}, timeout=self._drain_timeout_ms / 1000)
             if pending:
                 log.warning("jobs.relay.drain-abandoned", extra={"relay_id": self.id})
                 task.cancel()

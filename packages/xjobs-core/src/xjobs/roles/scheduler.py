@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
-from typing import Literal
+from dataclasses import dataclass, replace
 
 from xjobs.clock import Clock
 from xjobs.contract.backend import Backend
@@ -16,33 +15,17 @@ from xjobs.declare.job import EnqueueOptions
 from xjobs.declare.occurrences import next_after, to_datetime
 from xjobs.declare.task import TaskHandle
 from xjobs.enqueue.facade import JobsFacade
-from xjobs.errors import CapabilityMissingError, WorkerStateError
+from xjobs.errors import CapabilityMissingError, OptionInvalidError, WorkerStateError
 from xjobs.ids import new_worker_id
 from xjobs.roles.catch_up import plan_catch_up
+from xjobs.roles.role import RoleState
 from xjobs.roles.scheduler_options import SchedulerOptions
+from xjobs.roles.scheduler_stats import SchedulerStats
 from xjobs.roles.waker import Waker
 
 log = logging.getLogger("xjobs.roles.scheduler")
 
-State = Literal["new", "running", "draining", "closed"]
 FAILED_ROUND_FLOOR_MS = 500
-
-
-@dataclass
-class SchedulerStats:
-    """What one scheduler did while it ran."""
-
-    scheduler_id: str
-    rounds: int = 0
-    fired: int = 0
-    skipped: int = 0
-    lost_races: int = 0
-    input_failed: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        counts = asdict(self)
-        del counts["scheduler_id"]
-        return counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +67,7 @@ class Scheduler:
         self._tasks = dict(tasks)
         self._facade = facade
         self._clock = clock
-        self._state: State = "new"
+        self._state: RoleState = "new"
         self._accepting = False
         self._leading = False
         self._confirmed_at: int | None = None
@@ -94,11 +77,12 @@ class Scheduler:
         self._loop_task: asyncio.Task[None] | None = None
         self._waker = Waker()
         self._done: asyncio.Future[None] | None = None
+        self._drain_timeout_ms = options.drain_timeout_ms
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     @property
-    def state(self) -> State:
+    def state(self) -> RoleState:
         return self._state
 
     @property
@@ -106,8 +90,10 @@ class Scheduler:
         """Whether the last answer of `still_leading()` was yes."""
         return self._leading
 
-    async def start(self) -> None:
-        """Start the dispatch loop: it campaigns for leadership and fires while it leads."""
+    async def start(self, *, until_idle: bool = False) -> None:
+        """Start the dispatch loop: it campaigns for leadership and fires while it leads, until stopped."""
+        if until_idle:
+            raise OptionInvalidError("until_idle: a scheduler runs until it is stopped")
         if self._state != "new":
             raise WorkerStateError(f"scheduler {self.id} is {self._state}; a scheduler starts once")
         self._state = "running"
@@ -125,16 +111,19 @@ class Scheduler:
             raise WorkerStateError(f"scheduler {self.id} was never started")
         await asyncio.shield(self._done)
 
-    def stop_accepting(self) -> None:
-        """Phase one: no new round starts; the one in flight finishes. Aborts nothing."""
+    def stop_accepting(self, *, drain_timeout_ms: int | None = None) -> None:
+        """Phase one: no new round starts; the one in flight finishes, up to `drain_timeout_ms`
+        (default `options.drain_timeout_ms`). Aborts nothing."""
         if self._state in ("draining", "closed"):
             return
         self._state = "draining"
+        if drain_timeout_ms is not None:
+            self._drain_timeout_ms = drain_timeout_ms
         self._accepting = False
         self._waker.kick()
         self._finish()
 
-    def abandon(self) -> None:
+    def interrupt(self) -> None:
         """Cancel the round in flight now (a second SIGTERM); leadership is then not released."""
         self.stop_accepting()
         for task in (self._round, self._loop_task):
@@ -142,7 +131,7 @@ class Scheduler:
                 task.cancel()
 
     async def close(self) -> None:
-        """Phase two: wait out the round (up to `drain_timeout`), then release leadership.
+        """Phase two: wait out the round (up to the drain timeout), then release leadership.
 
         A round that does not finish in time is abandoned and leadership is NOT released: its
         lease lapses instead, so no other leader starts while a fire may still land.
@@ -153,7 +142,7 @@ class Scheduler:
         running = {t for t in (self._loop_task, self._round) if t is not None and not t.done()}
         abandoned = False
         if running:
-            _, pending = await asyncio.wait(running, timeout=self.options.drain_timeout_ms / 1000)
+            _, pending = await asyncio.wait(running, timeout=self._drain_timeout_ms / 1000)
             abandoned = bool(pending) or any(t.cancelled() for t in running)
             for task in pending:
                 task.cancel()

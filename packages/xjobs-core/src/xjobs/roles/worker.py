@@ -8,7 +8,7 @@ import os
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from xjobs.clock import Clock
 from xjobs.contract.backend import Backend
@@ -18,6 +18,7 @@ from xjobs.declare.registry import Registry
 from xjobs.errors import DrainingError, WorkerStateError
 from xjobs.ids import new_worker_id
 from xjobs.roles.idle_wait import IdleBackoff
+from xjobs.roles.role import RoleState
 from xjobs.roles.waker import Waker
 from xjobs.roles.worker_options import WorkerOptions
 from xjobs.roles.worker_stats import WorkerStats
@@ -29,8 +30,6 @@ from xjobs.run.settled import SettledHook
 from xjobs.run.signal import RunSignal
 
 log = logging.getLogger("xjobs.roles.worker")
-
-State = Literal["new", "running", "draining", "closed"]
 
 
 @dataclass(eq=False)
@@ -74,7 +73,7 @@ class Worker:
             lease_ms=options.lease_ms,
             heartbeat_ms=options.heartbeat_ms,
         )
-        self._state: State = "new"
+        self._state: RoleState = "new"
         self._accepting = False
         self._until_idle = False
         self._waker = Waker()
@@ -98,7 +97,7 @@ class Worker:
     # -- lifecycle ---------------------------------------------------------------------------
 
     @property
-    def state(self) -> State:
+    def state(self) -> RoleState:
         return self._state
 
     @property
@@ -156,7 +155,9 @@ class Worker:
             self._abandon_at = time.monotonic() + drain_timeout_ms / 1000
 
     def interrupt(self) -> None:
-        """The drain cut-off: every running job's signal aborts with `XJOBS_DRAINING`, to settle `interrupted`."""
+        """The drain cut-off (or a second SIGTERM): claiming stops, and every running job's signal
+        aborts with `XJOBS_DRAINING`, to settle `interrupted`."""
+        self.stop_accepting()
         for run in list(self._runs.values()):
             run.signal.abort(DrainingError(f"worker {self.id} is shutting down"))
 

@@ -16,6 +16,7 @@ _FIELD_OF: dict[str, str] = {
     "shed": "shed",
     "suspended": "suspended",
     "interrupted": "interrupted",
+    "handed-back": "handed_back",
     "lease-lost": "lease_lost",
 }
 
@@ -38,6 +39,10 @@ class WorkerStats:
     suspended: int = 0
     interrupted: int = 0
     lease_lost: int = 0
+
+    @property
+    def role_id(self) -> str:
+        return self.worker_id
 
     def count(self, outcome: Outcome) -> None:
         name = _FIELD_OF[outcome]

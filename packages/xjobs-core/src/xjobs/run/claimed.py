@@ -47,16 +47,23 @@ async def run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) -> 
     )
     slot: tuple[str, SlotHolder] | None = None
     try:
-        admission = await admit(run, slots, wiring.lease_ms)
+        try:
+            admission = await admit(run, slots, wiring.lease_ms)
+        except Exception:
+            # The slot store failed before the run started: hand the job back uncounted rather
+            # than strand it in `running` until its lease lapses and costs it an attempt.
+            log.warning("jobs.worker.admission-failed", extra={"job_id": job.id}, exc_info=True)
+            landed = await wiring.settler.hand_back(job)
+            return Execution("handed-back", landed=landed)
         if admission.slot_key is not None and slots is not None:
             key, holder = admission.slot_key, SlotHolder(job.id, job.claims)
             slot = (key, holder)
             keeper.hold(f"fleet slot {key}", lambda: slots.renew(key, holder, wiring.lease_ms))
-        if admission.verdict == "shed":
-            return await wiring.settler.shed(run)
-        if admission.verdict == "refuse":
-            return await wiring.settler.refuse(run, admission.reason or "busy")
         keeper.start()
+        if admission.verdict == "shed":
+            return await wiring.settler.shed(run, holds=keeper.holds)
+        if admission.verdict == "refuse":
+            return await wiring.settler.refuse(run, admission.reason or "busy", holds=keeper.holds)
         return await execute_job(
             run,
             settler=wiring.settler,
@@ -65,6 +72,7 @@ async def run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) -> 
             refusal=admission.error,
             steps=wiring.backend.steps,
             events=wiring.backend.events,
+            holds=keeper.holds,
         )
     finally:
         keeper.stop()

@@ -13,7 +13,7 @@ from xjobs.errors import JobCancelledError, LeaseLostError, TimeoutExceededError
 from xjobs.run.context import JobContext
 from xjobs.run.progress import ProgressThrottle
 from xjobs.run.record import RunRecord
-from xjobs.run.settle import Execution, Settler, flush_quietly
+from xjobs.run.settle import Execution, Holds, Settler, flush_quietly
 from xjobs.run.signal import RunSignal
 from xjobs.run.steps import StepApi, StepRun
 
@@ -61,9 +61,11 @@ async def execute_job(
     refusal: XJobsError | None = None,
     steps: StepStore | None = None,
     events: EventBus | None = None,
+    holds: Holds | None = None,
 ) -> Execution:
     """Run one claimed job to its settle; a refusal (the run's own or `refusal`) fails the attempt
-    without running the body. Never raises for the job's own failure."""
+    without running the body. Never raises for the job's own failure; `holds` says whether the
+    lease is still held, so a settle the store could not take is retried meanwhile."""
     handle = run.handle
     assert handle is not None, "a run of an unknown job is settled by Settler.unknown"
     job = run.job
@@ -96,4 +98,4 @@ async def execute_job(
         error = await _run_body(handle, ctx, run.value, signal)
     if not isinstance(error, LeaseLostError | JobCancelledError):
         await flush_quietly(progress.flush, job)
-    return await settler.settle(run, error)
+    return await settler.settle(run, error, holds=holds)

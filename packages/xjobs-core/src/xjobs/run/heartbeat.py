@@ -76,6 +76,16 @@ class LeaseKeeper:
     def stopped(self) -> bool:
         return self._stopped or self._signal.aborted
 
+    def holds(self) -> bool:
+        """Whether the job lease is still held: not aborted, and a renewal landed within a lease window.
+
+        Before the first beat the claim itself is the last landing.
+        """
+        job_lease = self._renewals[0]
+        return (
+            not self._signal.aborted and time.monotonic() - job_lease.last_landed < self._window_s
+        )
+
     def start(self) -> None:
         self._arm()
 

@@ -40,7 +40,12 @@ from xjobs.run.steps import StepSuspension
 
 log = logging.getLogger("xjobs.run.settle")
 
+Holds = Callable[[], bool]
+
 MAX_ERROR_CHARS = 4000
+# A settle the store could not take is retried while the lease holds: floor, doubling, ceiling.
+SETTLE_RETRY_FLOOR_S = 0.05
+SETTLE_RETRY_CEILING_S = 2.0
 # A shed (busy key) or an unknown job name is due again after this long.
 SHED_DELAY_MS = 1000
 
@@ -150,19 +155,28 @@ class Settler:
             return (*self._hooks, handle.on_settled)
         return self._hooks
 
-    async def settle(self, run: RunRecord, error: BaseException | None) -> Execution:
-        """End a run the body (or its refusal) ended: completed, parked, lost, or the retry decision."""
+    async def settle(
+        self, run: RunRecord, error: BaseException | None, *, holds: Holds | None = None
+    ) -> Execution:
+        """End a run the body (or its refusal) ended: completed, parked, lost, or the retry decision.
+
+        A store that fails to answer is asked again, with backoff, while `holds()` says the lease is
+        still held (the heartbeat keeps it); the fence makes a repeated settle safe.
+        """
         if error is None:
-            return await self._land(run, None)
+            return await self._land(run, None, holds=holds)
         if isinstance(error, StepSuspension):
-            return await self.park(run, error)
+            return await self.park(run, error, holds=holds)
         if isinstance(error, LeaseLostError | JobCancelledError):
             # The claim moved on (or an operator cancelled): this run writes nothing more.
             outcome: Outcome = "cancelled" if isinstance(error, JobCancelledError) else "lease-lost"
             return Execution(outcome, landed=False, error=describe_error(error))
-        return await self._land(run, deciding(run.job, run.handle, error, self._clock.now_ms()))
+        nack = deciding(run.job, run.handle, error, self._clock.now_ms())
+        return await self._land(run, nack, holds=holds)
 
-    async def park(self, run: RunRecord, suspension: StepSuspension) -> Execution:
+    async def park(
+        self, run: RunRecord, suspension: StepSuspension, *, holds: Holds | None = None
+    ) -> Execution:
         """A suspension parks the job until its wake time, or its event (the bus parks a wait)."""
         run_at = suspension.resume_at_ms
         wait = suspension.wait
@@ -170,11 +184,12 @@ class Settler:
         if wait is not None and poll_ms is not None:
             run_at = min(run_at, self._clock.now_ms() + poll_ms)
         if wait is not None and self._events is not None:
-            landed = await self._events.park(run.claim, wait, parking(run_at))
+            events, nack = self._events, parking(run_at)
+            landed = await _stored(lambda: events.park(run.claim, wait, nack), run.job, holds)
             if not landed:
                 return self._unowned(run.job, "suspended")
         else:
-            execution = await self._land(run, parking(run_at))
+            execution = await self._land(run, parking(run_at), holds=holds)
             if not execution.landed:
                 return execution
         log.info(
@@ -184,16 +199,17 @@ class Settler:
         resume_at = None if run_at >= WAIT_FOREVER_MS else run_at
         return Execution("suspended", landed=True, resume_at_ms=resume_at)
 
-    async def shed(self, run: RunRecord) -> Execution:
+    async def shed(self, run: RunRecord, *, holds: Holds | None = None) -> Execution:
         """A busy key with `when_busy="wait"`: due again after `SHED_DELAY_MS`."""
-        execution = await self._land(run, shedding(self._clock.now_ms() + SHED_DELAY_MS))
+        nack = shedding(self._clock.now_ms() + SHED_DELAY_MS)
+        execution = await self._land(run, nack, holds=holds)
         if execution.landed:
             log.info("jobs.worker.shed", extra={"job_id": run.job.id, "job": run.job.name})
         return execution
 
-    async def refuse(self, run: RunRecord, reason: str) -> Execution:
+    async def refuse(self, run: RunRecord, reason: str, *, holds: Holds | None = None) -> Execution:
         """A refusal by a busy key: failed, uncounted, announced; the body never ran."""
-        return await self._land(run, refusing(f"refused: {reason}"))
+        return await self._land(run, refusing(f"refused: {reason}"), holds=holds)
 
     async def unknown(self, run: RunRecord) -> Execution:
         """A row names a job this worker does not know: a counted failure, so it surfaces as dead."""
@@ -201,9 +217,10 @@ class Settler:
         nack = deciding(run.job, None, error, self._clock.now_ms())
         return await self._land(run, nack, announce=False)
 
-    async def hand_back(self, job: ClaimedJob) -> bool:
+    async def hand_back(self, job: ClaimedJob, *, holds: Holds | None = None) -> bool:
         """Give back a claim that never started, uncounted; answers whether it landed."""
-        landed = await self._driver.nack(job.claim, handing_back(self._clock.now_ms()))
+        nack = handing_back(self._clock.now_ms())
+        landed = await _stored(lambda: self._driver.nack(job.claim, nack), job, holds)
         if not landed:
             self._unowned(job, "handed-back")
         return landed
@@ -227,14 +244,22 @@ class Settler:
         )
         await announce_settled(self.hooks_for(handle), event)
 
-    async def _land(self, run: RunRecord, nack: Nack | None, *, announce: bool = True) -> Execution:
+    async def _land(
+        self,
+        run: RunRecord,
+        nack: Nack | None,
+        *,
+        announce: bool = True,
+        holds: Holds | None = None,
+    ) -> Execution:
         """Store the ending (`None`: completed); a missed fence is logged once and announces nothing."""
         job = run.job
         if nack is None:
-            landed = await self._ack(job.claim)
+            landed = await _stored(lambda: self._ack(job.claim), job, holds)
             outcome: Outcome = "completed"
         else:
-            landed = await self._driver.nack(job.claim, nack)
+            driver, held = self._driver, nack
+            landed = await _stored(lambda: driver.nack(job.claim, held), job, holds)
             outcome = nack.outcome
         if not landed:
             return self._unowned(job, outcome, nack.error if nack is not None else None)
@@ -256,6 +281,27 @@ class Settler:
             "jobs.settle.unowned", extra={"job_id": job.id, "job": job.name, "outcome": outcome}
         )
         return Execution("lease-lost", landed=False, error=error)
+
+
+async def _stored(
+    write: Callable[[], Awaitable[bool]], job: ClaimedJob, holds: Holds | None
+) -> bool:
+    """One fenced write; an error is retried with backoff while the lease holds, then raised."""
+    delay_s = SETTLE_RETRY_FLOOR_S
+    while True:
+        try:
+            return await write()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if holds is None or not holds():
+                raise
+            log.warning(
+                "jobs.settle.retrying",
+                extra={"job_id": job.id, "job": job.name, "error": repr(exc), "delay_s": delay_s},
+            )
+        await asyncio.sleep(delay_s)
+        delay_s = min(delay_s * 2, SETTLE_RETRY_CEILING_S)
 
 
 async def flush_quietly(flush: Callable[[], Awaitable[None]], job: ClaimedJob) -> None:

@@ -1,6 +1,7 @@
 -- The one install point: every durable table of xjobs in the configured schema.
--- Idempotent: each statement is create if not exists, and a shipped table grows by
--- alter table add column if not exists. The splitter cuts this file at semicolons,
+-- Idempotent: each statement is create if not exists, a shipped table grows by
+-- alter table add column if not exists, and a renamed table moves in a do block guarded on
+-- both names. The splitter cuts this file at semicolons outside a dollar-quoted body,
 -- so no comment here may hold a semicolon or a quote character.
 
 -- Two installers at once would race the create statements, so one waits for the other.
@@ -72,6 +73,21 @@ create table if not exists {schema}.workers (
     last_seen_ms bigint not null,
     expires_at_ms bigint not null
 );
+
+-- Version 5 renamed the fleet slot table from leases to slots: an older schema keeps its rows
+-- under the new name. The rename runs only while leases exists and slots does not, under the
+-- install lock above, so installing again (or a second installer waiting on it) moves nothing.
+do $$
+begin
+    if to_regclass('{schema}.leases') is not null and to_regclass('{schema}.slots') is null then
+        alter table {schema}.leases rename to slots;
+    end if;
+    if exists (select 1 from pg_constraint
+               where conrelid = to_regclass('{schema}.slots') and conname = 'leases_pkey') then
+        alter table {schema}.slots rename constraint leases_pkey to slots_pkey;
+    end if;
+end
+$$;
 
 -- Fleet concurrency slots: one row per held slot, owned by a job id under one claim.
 create table if not exists {schema}.slots (
@@ -185,5 +201,5 @@ create index if not exists outbox_published
     on {schema}.outbox (published_at_ms)
     where published_at_ms is not null;
 
-insert into {schema}.schema_version (singleton, version) values (true, 4)
+insert into {schema}.schema_version (singleton, version) values (true, 5)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);

@@ -5,6 +5,7 @@
 -- equal jsonb value (numbers by value, a boolean never a number, objects deep and unordered).
 
 -- name: event_lock
+-- $1 the event name.
 select pg_advisory_xact_lock(hashtextextended('{schema}.event:' || $1, 0));
 
 -- name: event_now
@@ -46,6 +47,7 @@ from sent e;
 -- name: event_wake
 -- Under event_lock, after event_send: one notify per woken queue the wake slots let through,
 -- the payload the queue name, as an enqueue sends it.
+-- $1 channel, $2 the woken queues.
 select pg_notify($1, q.queue) from unnest($2::text[]) as q(queue);
 
 -- name: event_find
@@ -83,6 +85,7 @@ select exists (
 
 -- name: event_purge
 -- Drops events sent before $1 and waits whose deadline passed before it, answering the count.
+-- $1 the cut-off instant.
 with gone_events as (
     delete from {schema}.events where sent_at_ms < $1 returning id
 ),

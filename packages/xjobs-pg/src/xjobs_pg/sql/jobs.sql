@@ -101,6 +101,8 @@ order by i.ord;
 -- One statement: refresh the worker presence ($7), bury lapsed leases on their final attempt,
 -- and move up to $3[q] due jobs per queue and $5 in all to running, in claim order (priority,
 -- run_at, id), each locked with skip locked so concurrent workers never take one job twice.
+-- $1 now, $2 queues, $3 their limits, $4 worker, $5 the total limit, $6 lease ms,
+-- $7 presence TTL ms (null: none), $8 the error a burial writes.
 with params as (
     select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
 ),

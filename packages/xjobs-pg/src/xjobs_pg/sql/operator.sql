@@ -1,4 +1,5 @@
 -- name: get_job
+-- $1 job id.
 select id, run_id, name, queue, state, tenant_id, idempotency_key, payload::text as payload,
        priority, attempt, max_attempts, dead_letter, claims, claimed_by, lease_until_ms, run_at_ms,
        created_at_ms, updated_at_ms, finished_at_ms, last_error, progress, enqueued_by, traceparent
@@ -7,6 +8,7 @@ where id = $1;
 
 -- name: cancel
 -- Fenced on the live states: a finished job is not cancelled twice.
+-- $1 now, $2 job id, $3 the error written.
 update {schema}.jobs
 set state = 'cancelled', lease_until_ms = null, last_error = $3,
     finished_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint),
@@ -20,6 +22,7 @@ returning id, run_id, name, queue, state, tenant_id, idempotency_key, payload::t
 -- name: requeue
 -- One statement: a finished job whose namespace no live row holds goes back to ready with its
 -- attempts reset. The claims counter is never reset, so an old claim stays fenced out.
+-- $1 now, $2 job id.
 update {schema}.jobs j
 set state = 'ready', attempt = 0, run_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint),
     claimed_by = null, lease_until_ms = null, finished_at_ms = null, last_error = null,
@@ -36,6 +39,7 @@ returning id, run_id, name, queue, state, tenant_id, idempotency_key, payload::t
           enqueued_by, traceparent;
 
 -- name: live_holder
+-- $1 job id.
 select live.id
 from {schema}.jobs j
 join {schema}.jobs live
@@ -47,6 +51,7 @@ limit 1;
 -- name: requeue_many
 -- Eligible rows: finished, matching the filter, one per namespace (the oldest), and no live row
 -- holding that namespace. Moves the oldest $5 of them and reports what is left to move.
+-- $1 now, $2 states, $3 queue (null: any), $4 job name (null: any), $5 limit.
 with params as (
     select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
 ),

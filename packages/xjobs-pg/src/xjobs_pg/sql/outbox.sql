@@ -7,6 +7,7 @@
 -- Inserts every row, stamped with the clock ($1, null for the server clock).
 -- The wake is sent once, with each payload of $15 (the ones the wake slots let through), only
 -- when a staged row is due now. The notify is transactional: a rollback never sends it.
+-- $1 now, $2 to $14 the job columns as arrays, $15 the wake payloads, $16 the channel.
 with params as (
     select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
 ),

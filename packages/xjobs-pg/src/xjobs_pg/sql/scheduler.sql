@@ -3,6 +3,7 @@
 -- has no row yet, so the move is an insert that any existing row refuses).
 
 -- name: task_watermarks
+-- $1 the task names.
 select task, watermark_ms from {schema}.task_watermarks where task = any($1::text[]);
 
 -- name: task_arm
@@ -105,16 +106,19 @@ where $1::text[] is null or task = any($1::text[])
 order by task;
 
 -- name: task_paused
+-- $1 the task names.
 select task from {schema}.task_pauses where task = any($1::text[]);
 
 -- name: task_pause
 -- Answers a row only when the task was running (no pause row yet).
+-- $1 now, $2 task.
 insert into {schema}.task_pauses (task, paused_at_ms)
 values ($2, coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint))
 on conflict (task) do nothing
 returning task;
 
 -- name: task_resume
+-- $1 task.
 delete from {schema}.task_pauses where task = $1;
 
 -- name: leader_acquire
@@ -130,6 +134,7 @@ where {schema}.leaders.holder = excluded.holder
 returning holder;
 
 -- name: leader_release
+-- $1 election, $2 candidate.
 delete from {schema}.leaders where name = $1 and holder = $2;
 
 -- name: advisory_acquire

@@ -2,6 +2,7 @@
 -- worker whose claim moved on updates nothing, and the driver reports that it did not land.
 
 -- name: ack
+-- $1 now, $2 job id, $3 worker, $4 claims.
 update {schema}.jobs
 set state = 'completed', lease_until_ms = null,
     finished_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint),
@@ -19,8 +20,10 @@ where j.id = c.id and j.state = 'running' and j.claimed_by = c.worker_id and j.c
 returning j.id, j.claims;
 
 -- name: nack
--- $5 the next state, $6 run_at (null keeps now), $7 one when the attempt is handed back,
--- $8 whether last_error is written, $9 the error, $10 whether the state is terminal.
+-- Stores the Nack the settle room decided, as handed: nothing here derives a state.
+-- $1 now, $2 job id, $3 worker, $4 claims, $5 the next state, $6 run_at (null: now), $7 one
+-- when the attempt is handed back, $8 whether last_error is written, $9 the error, $10 whether
+-- the state is terminal (run_at is kept, finished_at set).
 with params as (
     select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
 )
@@ -36,12 +39,14 @@ from params p
 where j.id = $2 and j.state = 'running' and j.claimed_by = $3 and j.claims = $4;
 
 -- name: heartbeat
+-- $1 now, $2 job id, $3 worker, $4 claims, $5 lease ms.
 update {schema}.jobs
 set lease_until_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) + $5::bigint,
     updated_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
 where id = $2 and state = 'running' and claimed_by = $3 and claims = $4;
 
 -- name: record_progress
+-- $1 now, $2 job id, $3 worker, $4 claims, $5 the progress.
 update {schema}.jobs
 set progress = $5,
     updated_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)

@@ -18,6 +18,7 @@ returning run_id;
 
 -- name: step_list
 -- The one hydrate of a run: every step, by position, then name in code point order.
+-- $1 run id.
 select run_id, name, status, result, error, position, created_at_ms
 from {schema}.steps
 where run_id = $1

@@ -172,7 +172,7 @@ local function whole(job)
   return redis.call('HGETALL', job)
 end
 
--- Under the server's clock a lease key expires with its last slot, so a key no run comes back
+-- Under the server's clock a slot key expires with its last slot, so a key no run comes back
 -- to leaves nothing behind. Under an injected clock Redis' own expiry would disagree with the
 -- clock's slot times, so none is set (the slots still expire by their scores).
 local function expire_with_last_slot(slots, now, server_time)

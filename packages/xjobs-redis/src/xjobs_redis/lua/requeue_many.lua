@@ -4,7 +4,7 @@
 -- does, and the rest are counted.
 -- KEYS[1]  ready ZSET of the queue
 -- KEYS[2]  live HASH of the queue
--- KEYS[3..] the finished-state ZSETs to move from (completed, failed, dead, cancelled)
+-- KEYS[3..]  the finished-state ZSETs to move from (completed, failed, dead, cancelled)
 -- ARGV[1]  now in epoch ms, or '' for the server's clock
 -- ARGV[2]  the most jobs to move (0: only count)
 -- ARGV[3]  '1' when only one job name moves, else '0'

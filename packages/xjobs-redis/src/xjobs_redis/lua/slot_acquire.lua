@@ -1,7 +1,7 @@
 -- slot_acquire: take a fleet concurrency slot of one key unless ARGV[3] unexpired holders have
 -- one already; the holder's own unexpired slot counts once (and is extended). A limit of 0 or
 -- less refuses every acquire. Expired slots are removed first.
--- KEYS[1]  the lease key's ZSET (member `<job_id>:<claims>` -> expiry)
+-- KEYS[1]  the slot key's ZSET (member `<job_id>:<claims>` -> expiry)
 -- ARGV[1]  now in epoch ms, or '' for the server's clock
 -- ARGV[2]  the holder's member `<job_id>:<claims>`
 -- ARGV[3]  the limit

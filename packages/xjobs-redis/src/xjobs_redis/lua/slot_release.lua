@@ -1,5 +1,5 @@
 -- slot_release: give the holder's slot back (idempotent); an expired slot is no longer held.
--- KEYS[1]  the lease key's ZSET (member `<job_id>:<claims>` -> expiry)
+-- KEYS[1]  the slot key's ZSET (member `<job_id>:<claims>` -> expiry)
 -- ARGV[1]  now in epoch ms, or '' for the server's clock
 -- ARGV[2]  the holder's member `<job_id>:<claims>`
 -- reply: 1 when the holder held the slot (now released), else 0

@@ -1,5 +1,5 @@
 -- slot_renew: extend the holder's unexpired slot to now + ARGV[3]; never takes a slot.
--- KEYS[1]  the lease key's ZSET (member `<job_id>:<claims>` -> expiry)
+-- KEYS[1]  the slot key's ZSET (member `<job_id>:<claims>` -> expiry)
 -- ARGV[1]  now in epoch ms, or '' for the server's clock
 -- ARGV[2]  the holder's member `<job_id>:<claims>`
 -- ARGV[3]  the slot's TTL in ms

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from xjobs.contract.backend import Backend
+    from xjobs.contract.introspection import JobIntrospection
     from xjobs.contract.plugins import BackendFactory
     from xjobs.contract.stores import SlotStore, WorkerRegistry
 
@@ -55,6 +56,13 @@ class ParityEnv:
         slots = self.backend.slots
         assert slots is not None, 'mark the scenario @pytest.mark.requires("slots")'
         return slots
+
+    @property
+    def introspection(self) -> JobIntrospection:
+        """The operator surface (mark the scenario `@pytest.mark.requires("introspection")`)."""
+        ops = self.backend.introspection
+        assert ops is not None, 'mark the scenario @pytest.mark.requires("introspection")'
+        return ops
 
     def app(self, jobs: Iterable[object] = (), **options: Any) -> App:
         """An `App` over this scenario's backend and clock (it does not own the backend)."""

@@ -19,7 +19,6 @@ from pydantic import BaseModel
 from xjobs.actor import Actor, current_actor
 from xjobs.app import App
 from xjobs.contract.driver import (
-    BulkResult,
     Claim,
     ClaimedJob,
     ClaimOptions,
@@ -30,7 +29,6 @@ from xjobs.contract.driver import (
     JobRecord,
     Nack,
     NewJob,
-    RequeueFilter,
 )
 from xjobs.declare.retry import Retry
 from xjobs.run.settled import Settled
@@ -134,8 +132,8 @@ class CountingDriver:
 
     It counts the enqueue round trips. With `hold_claims` set, each claim runs on the backend and
     then waits for `release_claims` before answering: a claim round still in flight, as a drain may
-    race it. `failing_heartbeats` makes that many of the next heartbeats raise, as an unreachable
-    store would.
+    race it. `failing_heartbeats`, `failing_acks` and `failing_nacks` make that many of the next
+    such calls raise, as an unreachable store would.
     """
 
     def __init__(self, inner: JobDriver) -> None:
@@ -145,6 +143,9 @@ class CountingDriver:
         self.release_claims = asyncio.Event()
         self.held: list[ClaimResult] = []
         self.failing_heartbeats = 0  # how many of the next heartbeats raise (a store blip)
+        self.failing_acks = 0
+        self.failing_nacks = 0
+        self.settles: list[str] = []  # each ack or nack call: "ack", "nack", or "raised"
         self.heartbeats: list[bool | None] = []  # each beat: landed, missed, or raised (None)
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
@@ -159,9 +160,19 @@ class CountingDriver:
         return result
 
     async def ack(self, claim: Claim) -> bool:
+        if self.failing_acks > 0:
+            self.failing_acks -= 1
+            self.settles.append("raised")
+            raise ConnectionError("the store did not answer the ack")
+        self.settles.append("ack")
         return await self.inner.ack(claim)
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
+        if self.failing_nacks > 0:
+            self.failing_nacks -= 1
+            self.settles.append("raised")
+            raise ConnectionError("the store did not answer the nack")
+        self.settles.append("nack")
         return await self.inner.nack(claim, nack)
 
     async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
@@ -181,9 +192,6 @@ class CountingDriver:
 
     async def requeue(self, job_id: str) -> JobMove:
         return await self.inner.requeue(job_id)
-
-    async def requeue_many(self, where: RequeueFilter) -> BulkResult:
-        return await self.inner.requeue_many(where)
 
     async def get(self, job_id: str) -> JobRecord | None:
         return await self.inner.get(job_id)

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from xjobs import JobContext, Retry, WorkerStats, job
+from xjobs import App, JobContext, Retry, WorkerStats, job
 from xjobs.errors import XJobsError
 from xjobs.testing.parity.env import ParityEnv
 from xjobs.testing.parity.jobs import (
@@ -523,3 +523,78 @@ class TestHeartbeat:
             record.state == "running"
         )  # the lost run writes nothing; the lapsed lease is reclaimed
         assert log.events == []
+
+
+class TestSettleThroughFaults:
+    async def test_a_settle_the_store_could_not_take_is_retried_while_the_lease_holds(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: a failed settle is held and retried with backoff while the lease holds; the job
+        completes once and its body never runs again."""
+        runs: list[int] = []
+
+        @job(tenant=org_of, idempotency_key=key_of, queue=QUEUE)
+        async def body(ctx: JobContext, input: Item) -> None:
+            runs.append(ctx.attempt)
+
+        app, driver = counting_app(parity, [body])
+        async with app:
+            result = await body.enqueue(Item())
+            driver.failing_acks = 2
+            stats = await within(
+                app.run_worker(lease=LEASE, until_idle=True), what="the settle to land"
+            )
+            record = await app.get_job(result.job_id)
+        assert driver.settles == ["raised", "raised", "ack"]
+        assert (record.state, runs, stats.completed) == ("completed", [1], 1)
+
+    async def test_a_failed_retry_settle_is_retried_too(self, parity: ParityEnv) -> None:
+        """Rule: a nack is held and retried like an ack; the attempt is charged once."""
+
+        @job(tenant=org_of, idempotency_key=key_of, queue=QUEUE, retry=Retry(attempts=3))
+        async def body(ctx: JobContext, input: Item) -> None:
+            raise RuntimeError("boom")
+
+        app, driver = counting_app(parity, [body])
+        async with app:
+            result = await body.enqueue(Item())
+            driver.failing_nacks = 1
+            worker = app.worker(lease=LEASE)
+            await worker.start()
+            await eventually(lambda: driver.settles == ["raised", "nack"], what="the nack")
+            await worker.stop()
+            record = await app.get_job(result.job_id)
+        assert (record.state, record.attempt) == ("ready", 1)
+
+    @pytest.mark.requires("slots")
+    async def test_an_admission_the_slot_store_could_not_answer_hands_the_job_back_uncounted(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: a slot store error before the run started hands the job back (`ready`, the
+        attempt not charged) instead of stranding it in `running` until its lease lapses."""
+
+        @job(tenant=org_of, idempotency_key=key_of, queue=QUEUE, concurrency=1)
+        async def body(ctx: JobContext, input: Item) -> None:
+            raise AssertionError("the body must not run without its slot")
+
+        slots = parity.slots
+        real_acquire = slots.acquire
+
+        async def unreachable(*args: object, **kwargs: object) -> bool:
+            raise ConnectionError("the slot store did not answer")
+
+        app = App(parity.backend, jobs=[body], clock=parity.clock)
+        async with app:
+            result = await body.enqueue(Item())
+            slots.acquire = unreachable  # type: ignore[method-assign]
+            try:
+                worker = app.worker(lease=LEASE)
+                await worker.start()
+                await eventually(
+                    lambda: worker.stats.handed_back >= 1, what="the claim to be handed back"
+                )
+                await worker.stop()
+            finally:
+                slots.acquire = real_acquire  # type: ignore[method-assign]
+            record = await app.get_job(result.job_id)
+        assert (record.state, record.attempt) == ("ready", 0)

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from xjobs.contract.driver import BulkResult, RequeueFilter
+from xjobs.contract.driver import BulkResult
+from xjobs.contract.introspection import RequeueFilter
 from xjobs.errors import (
     JobNotCancellableError,
     JobNotFoundError,
@@ -182,17 +183,24 @@ class TestRequeue:
         assert (result.job_id, result.deduped) == (job.id, True)
 
 
+async def _retry(parity: ParityEnv, where: RequeueFilter | None = None) -> BulkResult:
+    """A bulk requeue as `App.requeue_jobs` makes it: the operator surface's `retry_many`."""
+    where = where or RequeueFilter()
+    return await parity.introspection.retry_many(where.as_job_filter(), where.limit)
+
+
+@pytest.mark.requires("introspection")
 class TestRequeueMany:
     async def test_moves_every_candidate_under_the_limit(self, parity: ParityEnv) -> None:
         """Rule: a bulk move answers BulkResult(moved, remaining)."""
         for _ in range(3):
             await parity.job_in_state("dead")
-        assert await parity.backend.jobs.requeue_many(RequeueFilter()) == BulkResult(3, 0)
+        assert await _retry(parity) == BulkResult(3, 0)
 
     async def test_requeues_each_moved_job_to_ready(self, parity: ParityEnv) -> None:
         """Rule: a bulk requeue moves each job as `requeue` does: ready, attempts reset."""
         jobs = [await parity.job_in_state("dead") for _ in range(2)]
-        await parity.backend.jobs.requeue_many(RequeueFilter())
+        await _retry(parity)
         records = [await parity.record(job.id) for job in jobs]
         assert [(r.state, r.attempt) for r in records] == [("ready", 0), ("ready", 0)]
 
@@ -200,14 +208,14 @@ class TestRequeueMany:
         """Rule: `remaining` is what further calls would move."""
         for _ in range(5):
             await parity.job_in_state("dead")
-        assert await parity.backend.jobs.requeue_many(RequeueFilter(limit=2)) == BulkResult(2, 3)
+        assert await _retry(parity, RequeueFilter(limit=2)) == BulkResult(2, 3)
 
     async def test_a_second_call_moves_the_remaining(self, parity: ParityEnv) -> None:
         """Rule: `remaining` is what a second call would move."""
         for _ in range(3):
             await parity.job_in_state("dead")
-        first = await parity.backend.jobs.requeue_many(RequeueFilter(limit=2))
-        second = await parity.backend.jobs.requeue_many(RequeueFilter(limit=2))
+        first = await _retry(parity, RequeueFilter(limit=2))
+        second = await _retry(parity, RequeueFilter(limit=2))
         assert (first, second) == (BulkResult(2, 1), BulkResult(1, 0))
 
     async def test_moves_only_the_asked_states(self, parity: ParityEnv) -> None:
@@ -215,7 +223,7 @@ class TestRequeueMany:
         dead = await parity.job_in_state("dead")
         failed = await parity.job_in_state("failed")
         cancelled = await parity.job_in_state("cancelled")
-        result = await parity.backend.jobs.requeue_many(RequeueFilter(states=("failed",)))
+        result = await _retry(parity, RequeueFilter(states=("failed",)))
         states = [(await parity.record(j.id)).state for j in (dead, failed, cancelled)]
         assert (result, states) == (BulkResult(1, 0), ["dead", "ready", "cancelled"])
 
@@ -225,13 +233,13 @@ class TestRequeueMany:
         await parity.job_in_state("failed")
         await parity.job_in_state("cancelled")
         where = RequeueFilter(states=("dead", "cancelled"))
-        assert await parity.backend.jobs.requeue_many(where) == BulkResult(2, 0)
+        assert await _retry(parity, where) == BulkResult(2, 0)
 
     async def test_moves_only_the_asked_queue(self, parity: ParityEnv) -> None:
         """Rule: a bulk requeue filters by queue."""
         alpha = await parity.job_in_state("dead", queue="alpha")
         beta = await parity.job_in_state("dead", queue="beta")
-        result = await parity.backend.jobs.requeue_many(RequeueFilter(queue="alpha"))
+        result = await _retry(parity, RequeueFilter(queue="alpha"))
         states = [(await parity.record(j.id)).state for j in (alpha, beta)]
         assert (result, states) == (BulkResult(1, 0), ["ready", "dead"])
 
@@ -239,7 +247,7 @@ class TestRequeueMany:
         """Rule: a bulk requeue filters by job name."""
         first = await parity.job_in_state("dead", name="first_job")
         second = await parity.job_in_state("dead", name="second_job")
-        result = await parity.backend.jobs.requeue_many(RequeueFilter(name="second_job"))
+        result = await _retry(parity, RequeueFilter(name="second_job"))
         states = [(await parity.record(j.id)).state for j in (first, second)]
         assert (result, states) == (BulkResult(1, 0), ["dead", "ready"])
 
@@ -248,14 +256,14 @@ class TestRequeueMany:
         await parity.job_in_state("dead")
         running = await parity.job_in_state("running")
         before = await parity.record(running.id)
-        await parity.backend.jobs.requeue_many(RequeueFilter(states=("dead", "failed")))
+        await _retry(parity, RequeueFilter(states=("dead", "failed")))
         assert await parity.record(running.id) == before
 
     async def test_skips_a_job_whose_namespace_has_a_live_row(self, parity: ParityEnv) -> None:
         """Rule: a bulk requeue never makes a duplicate, and does not count one as remaining."""
         await parity.job_in_state("dead", idempotency_key="k1")
         await parity.enqueue(idempotency_key="k1")
-        assert await parity.backend.jobs.requeue_many(RequeueFilter()) == BulkResult(0, 0)
+        assert await _retry(parity) == BulkResult(0, 0)
 
     async def test_moves_one_of_two_finished_jobs_sharing_a_namespace(
         self, parity: ParityEnv
@@ -263,7 +271,7 @@ class TestRequeueMany:
         """Rule: once one row of a namespace is requeued, the other is a duplicate, not remaining."""
         await parity.job_in_state("dead", idempotency_key="k1")
         await parity.job_in_state("dead", idempotency_key="k1")
-        assert await parity.backend.jobs.requeue_many(RequeueFilter()) == BulkResult(1, 0)
+        assert await _retry(parity) == BulkResult(1, 0)
 
 
 class TestMoveAnswers:

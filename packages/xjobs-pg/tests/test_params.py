@@ -1,0 +1,190 @@
+"""Each statement is bound from one params record: one value per placeholder, each of the type the server reads there."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from xjobs.contract.driver import Claim, ClaimOptions, Nack
+from xjobs.contract.introspection import RequeueFilter
+from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
+from xjobs.ids import new_id
+from xjobs.run.settle import ending, parking, retrying, shedding
+from xjobs.testing.rows import new_job
+from xjobs_pg.params import (
+    NO_PARAMS,
+    AckManyParams,
+    AckParams,
+    CancelParams,
+    ClaimParams,
+    EnqueueParams,
+    HeartbeatParams,
+    MarkParams,
+    NackParams,
+    One,
+    Params,
+    ProgressParams,
+    RelayClaimParams,
+    RequeueManyParams,
+    RequeueParams,
+    StageParams,
+)
+from xjobs_pg.schema import quote_schema
+from xjobs_pg.sql import Statements
+from xjobs_pg.store_params import (
+    AnnounceParams,
+    ArmParams,
+    BeatParams,
+    EventWakeParams,
+    FindParams,
+    FireParams,
+    LeaderAcquireParams,
+    LeaderReleaseParams,
+    NowParams,
+    PauseParams,
+    ProbeParams,
+    RegisterParams,
+    SendParams,
+    SlotAcquireParams,
+    SlotHoldersParams,
+    SlotReleaseParams,
+    SlotRenewParams,
+    StepPutParams,
+    TasksParams,
+)
+from xjobs_pg.testing import opened, session
+
+NOW = 1_700_000_000_000
+JOB = new_job(tenant_id="org-1", run_at_ms=NOW, enqueued_by="user-1", traceparent="00-ab-cd-01")
+CLAIM = Claim(job_id=JOB.id, worker_id="worker-1", claims=2)
+HOLDER = SlotHolder(job_id=JOB.id, claims=2)
+WAIT = EventWait(JOB.id, JOB.run_id, "default", "wait", "paid", '{"n": 1}', NOW, NOW + 1)
+STEP = StepRecord(JOB.run_id, "charge", "error", "1", "boom", 0, NOW)
+WORKER = WorkerInfo("worker-1", "host", 42, ("default",), NOW, NOW)
+OPTIONS = ClaimOptions("worker-1", {"default": 2}, 30_000, presence_ttl_ms=60_000, limit=2)
+
+# One record per statement, every value given (a null would prove nothing about its place).
+SAMPLES: dict[str, Params] = {
+    "enqueue": EnqueueParams(NOW, [JOB], ["default"], "channel"),
+    "enqueue_fresh": EnqueueParams(NOW, [JOB], ["default"], "channel"),
+    "claim": ClaimParams(NOW, OPTIONS, "lapsed"),
+    "ack": AckParams(NOW, CLAIM),
+    "ack_many": AckManyParams(NOW, [CLAIM]),
+    "nack": NackParams(NOW, CLAIM, retrying("boom", NOW)),
+    "heartbeat": HeartbeatParams(NOW, CLAIM, 30_000),
+    "record_progress": ProgressParams(NOW, CLAIM, 0.5),
+    "get_job": One(JOB.id),
+    "cancel": CancelParams(NOW, JOB.id, "cancelled"),
+    "requeue": RequeueParams(NOW, JOB.id),
+    "live_holder": One(JOB.id),
+    "requeue_many": RequeueManyParams(NOW, RequeueFilter(("dead",), "default", "test_job", 10)),
+    "worker_announce": AnnounceParams(NOW, WORKER, 60_000),
+    "worker_beat": BeatParams(NOW, "worker-1", 60_000),
+    "worker_forget": One("worker-1"),
+    "worker_list": NowParams(NOW),
+    "slot_lock": One("job:a"),
+    "slot_acquire": SlotAcquireParams(NOW, "job:a", HOLDER, 1, 60_000),
+    "slot_renew": SlotRenewParams(NOW, "job:a", HOLDER, 60_000),
+    "slot_release": SlotReleaseParams(NOW, "job:a", HOLDER),
+    "slot_holders": SlotHoldersParams(NOW, "job:a"),
+    "wake_probe": ProbeParams("channel", "probe:1"),
+    "installed_version": NO_PARAMS,
+    "step_put": StepPutParams(CLAIM, STEP),
+    "step_list": One(JOB.run_id),
+    "event_lock": One("paid"),
+    "event_now": NO_PARAMS,
+    "event_send": SendParams(NOW, new_id(), "paid", '{"n": 1}'),
+    "event_wake": EventWakeParams("channel", ["default"]),
+    "event_find": FindParams("paid", '{"n": 1}', NOW),
+    "event_register": RegisterParams(WAIT),
+    "event_purge": One(NOW),
+    "task_watermarks": TasksParams(["t"]),
+    "task_arm": ArmParams("t", NOW, NOW + 1),
+    "task_fire": FireParams(NOW, "t", NOW, NOW + 1, JOB, ["default"], "channel"),
+    "task_fires": TasksParams(["t"]),
+    "task_paused": TasksParams(["t"]),
+    "task_pause": PauseParams(NOW, "t"),
+    "task_resume": One("t"),
+    "leader_acquire": LeaderAcquireParams(NOW, "scheduler", "alpha", 1_000),
+    "leader_release": LeaderReleaseParams("scheduler", "alpha"),
+    "advisory_acquire": One("xjobs.scheduler"),
+    "advisory_release": One("xjobs.scheduler"),
+    "outbox_stage": StageParams(NOW, [JOB], ["outbox"], "channel"),
+    "outbox_claim": RelayClaimParams(NOW, "relay-1", 10, 30_000),
+    "outbox_mark": MarkParams(NOW, "relay-1", [JOB.id], 1_000, 10),
+    "outbox_pending": NO_PARAMS,
+}
+
+PLACEHOLDER = re.compile(r"\$(\d+)")
+# What a bound Python value may be, by the type the server infers for its placeholder.
+ACCEPTS: dict[str, tuple[type, ...]] = {
+    "int2": (int,),
+    "int4": (int,),
+    "int8": (int,),
+    "float8": (float,),
+    "text": (str,),
+    "uuid": (str,),
+    "jsonb": (str,),
+    "bool": (bool,),
+}
+
+
+def placeholders(sql: str) -> int:
+    return max((int(n) for n in PLACEHOLDER.findall(sql)), default=0)
+
+
+def fits(value: object, type_name: str) -> bool:
+    if value is None:
+        return True
+    if type_name.endswith("[]"):
+        return isinstance(value, list) and all(fits(v, type_name[:-2]) for v in value)
+    if isinstance(value, bool) and type_name != "bool":
+        return False
+    return isinstance(value, ACCEPTS[type_name])
+
+
+def test_every_statement_has_a_params_record() -> None:
+    assert sorted(SAMPLES) == Statements(quote_schema("xjobs")).names()
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_a_record_binds_one_value_per_placeholder(name: str) -> None:
+    sql = Statements(quote_schema("xjobs"))[name]
+    assert len(SAMPLES[name].bind()) == placeholders(sql)
+
+
+@pytest.mark.parametrize(
+    "nack",
+    [retrying("boom", NOW), ending(True, "boom"), ending(False, None), parking(NOW), shedding(NOW)],
+    ids=lambda nack: nack.outcome,
+)
+def test_a_nack_binds_the_state_and_error_the_settle_room_decided(nack: Nack) -> None:
+    bound = NackParams(NOW, CLAIM, nack).bind()
+    assert bound == (
+        NOW,
+        CLAIM.job_id,
+        CLAIM.worker_id,
+        CLAIM.claims,
+        nack.state,
+        nack.run_at_ms,
+        0 if nack.counts_as_attempt else 1,
+        nack.error is not None,
+        nack.error,
+        nack.state in ("dead", "failed"),
+    )
+
+
+@pytest.mark.asyncio
+async def test_each_bound_value_has_the_type_the_server_reads_in_its_place(schema: str) -> None:
+    async with opened(schema), session() as conn:
+        sql = Statements(quote_schema(schema))
+        misfits: list[str] = []
+        for name, params in sorted(SAMPLES.items()):
+            types = [t.name for t in (await conn.prepare(sql[name])).get_parameters()]
+            misfits += [
+                f"{name} ${i}: {value!r} is no {type_name}"
+                for i, (value, type_name) in enumerate(zip(params.bind(), types, strict=True), 1)
+                if not fits(value, type_name)
+            ]
+    assert misfits == []

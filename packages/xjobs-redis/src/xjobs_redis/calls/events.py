@@ -1,0 +1,100 @@
+"""The step and event scripts' calls: the fenced step write, and the event bus's send, find, park and purge."""
+
+from __future__ import annotations
+
+import json
+
+from xjobs.contract.driver import Claim, Nack
+from xjobs.contract.stores import EventWait, StepRecord
+from xjobs_redis.executor import Arg, Call
+from xjobs_redis.keys import Keys
+
+
+def step_put(k: Keys, *, queue: str, claim: Claim, record: StepRecord) -> Call:
+    """Write one step of the claim's run (the run id and the name are the key and the field)."""
+    value = {
+        "status": record.status,
+        "result": record.result,
+        "error": record.error,
+        "position": record.position,
+        "created_at_ms": record.created_at_ms,
+    }
+    keys = [k.job(queue, claim.job_id), k.steps(queue, record.run_id)]
+    args: list[Arg] = [
+        claim.worker_id,
+        claim.claims,
+        record.name,
+        json.dumps(value, ensure_ascii=False),
+    ]
+    return Call("step_put", keys, args)
+
+
+def event_send(k: Keys, *, now: str, name: str, event_id: str, payload: str) -> Call:
+    """Store an event of `name` and wake its matching waits."""
+    keys = [
+        k.event_names(),
+        k.events_sent(name),
+        k.event_payloads(),
+        k.event_waits(),
+        k.event_waiting(name),
+        k.event_deadlines(),
+    ]
+    return Call("event_send", keys, [now, event_id, payload])
+
+
+def event_find(k: Keys, *, name: str, match: str, since_ms: int) -> Call:
+    """Find the earliest event of `name` sent since `since_ms` that `match` matches."""
+    return Call("event_find", [k.events_sent(name), k.event_payloads()], [match, since_ms])
+
+
+def _wait_entry(k: Keys, wait: EventWait) -> str:
+    """A wait as stored: its fields, and the keys its drop and its wake use (so no script builds one)."""
+    entry = {
+        "job_id": wait.job_id,
+        "run_id": wait.run_id,
+        "queue": wait.queue,
+        "step": wait.step,
+        "event": wait.event,
+        "match": wait.match,
+        "since_ms": wait.since_ms,
+        "deadline_ms": wait.deadline_ms,
+        "index": k.event_waiting(wait.event),
+        "job": k.job(wait.queue, wait.job_id),
+        "ready": k.ready(wait.queue),
+        "delayed": k.delayed(wait.queue),
+    }
+    return json.dumps(entry, ensure_ascii=False)
+
+
+def event_park(k: Keys, *, now: str, queue: str, claim: Claim, wait: EventWait, nack: Nack) -> Call:
+    """Register `wait` and store the settle room's park `nack` (its live state) in one step."""
+    keys = [
+        *k.rescheduling(queue, claim.job_id),
+        k.event_waits(),
+        k.event_waiting(wait.event),
+        k.event_deadlines(),
+        k.events_sent(wait.event),
+        k.event_payloads(),
+    ]
+    args: list[Arg] = [
+        now,
+        claim.worker_id,
+        claim.claims,
+        nack.state,
+        1 if nack.counts_as_attempt else 0,
+        "" if nack.run_at_ms is None else nack.run_at_ms,
+        1 if nack.writes_error else 0,
+        nack.error or "",
+        wait.job_id,
+        _wait_entry(k, wait),
+        wait.match,
+        wait.since_ms,
+        "" if wait.deadline_ms is None else wait.deadline_ms,
+    ]
+    return Call("event_park", keys, args)
+
+
+def event_purge(k: Keys, *, older_than_ms: int) -> Call:
+    """Drop the events sent, and the waits whose deadline fell, before `older_than_ms`."""
+    keys = [k.event_names(), k.event_payloads(), k.event_waits(), k.event_deadlines()]
+    return Call("event_purge", keys, [older_than_ms])

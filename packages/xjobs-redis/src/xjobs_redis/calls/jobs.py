@@ -1,0 +1,118 @@
+"""The job scripts' calls: enqueue, claim and peek, the fenced settles, and the operator moves."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xjobs.contract.driver import Claim, Nack, NewJob
+from xjobs_redis.executor import Arg, Call
+from xjobs_redis.keys import Keys
+from xjobs_redis.rows import enqueue_row
+
+
+def enqueue(k: Keys, *, now: str, queue: str, jobs: Sequence[NewJob]) -> Call:
+    """One queue's batch, in order: each job's HASH key and its row's JSON."""
+    keys = [k.ready(queue), k.delayed(queue), k.live(queue), k.queues()]
+    keys += [k.job(queue, job.id) for job in jobs]
+    return Call("enqueue", keys, [now, queue, k.wake_channel(), *map(enqueue_row, jobs)])
+
+
+def claim(
+    k: Keys,
+    *,
+    now: str,
+    queue: str,
+    take: int,
+    worker_id: str,
+    lease_ms: int,
+    buried_error: str,
+    sweep_bound: int,
+) -> Call:
+    """One queue's share of a claim pass: promote, rescue, bury, then take up to `take` jobs."""
+    keys = [
+        k.ready(queue),
+        k.delayed(queue),
+        k.leased(queue),
+        k.live(queue),
+        k.finished(queue, "dead"),
+        k.finished(queue, "failed"),
+    ]
+    return Call("claim", keys, [now, take, worker_id, lease_ms, buried_error, sweep_bound])
+
+
+def peek(k: Keys, *, now: str, queue: str, want: int, sweep_bound: int) -> Call:
+    """The read-only look at a queue's best `want` candidates, as its claim would see them."""
+    keys = [k.ready(queue), k.delayed(queue), k.leased(queue)]
+    return Call("peek", keys, [now, want, sweep_bound])
+
+
+def ack(k: Keys, *, now: str, queue: str, claim: Claim) -> Call:
+    """Settle the claim's run completed."""
+    keys = [
+        k.job(queue, claim.job_id),
+        k.leased(queue),
+        k.live(queue),
+        k.finished(queue, "completed"),
+    ]
+    return Call("ack", keys, [now, claim.worker_id, claim.claims])
+
+
+def nack(k: Keys, *, now: str, queue: str, claim: Claim, nack: Nack) -> Call:
+    """Store the settle room's `nack` as it is: its state, run_at, attempt and error."""
+    # A live state files the job in no finished ZSET; the failed one stands in, untouched, so
+    # the script's KEYS keep one shape.
+    filed = nack.state if nack.terminal else "failed"
+    keys = [*k.rescheduling(queue, claim.job_id), k.live(queue), k.finished(queue, filed)]
+    args: list[Arg] = [
+        now,
+        claim.worker_id,
+        claim.claims,
+        nack.state,
+        1 if nack.terminal else 0,
+        "" if nack.run_at_ms is None else nack.run_at_ms,
+        1 if nack.counts_as_attempt else 0,
+        1 if nack.writes_error else 0,
+        nack.error or "",
+    ]
+    return Call("nack", keys, args)
+
+
+def heartbeat(k: Keys, *, now: str, queue: str, claim: Claim, lease_ms: int) -> Call:
+    """Extend the claim's lease to now + `lease_ms`."""
+    keys = [k.job(queue, claim.job_id), k.leased(queue)]
+    return Call("heartbeat", keys, [now, claim.worker_id, claim.claims, lease_ms])
+
+
+def record_progress(k: Keys, *, now: str, queue: str, claim: Claim, progress: float) -> Call:
+    """Store the run's progress, spelled as Python's `repr` of the float."""
+    args: list[Arg] = [now, claim.worker_id, claim.claims, repr(float(progress))]
+    return Call("record_progress", [k.job(queue, claim.job_id)], args)
+
+
+def cancel(k: Keys, *, now: str, queue: str, job_id: str, error: str) -> Call:
+    """Cancel a live job, storing `error` as its last_error."""
+    keys = [
+        k.job(queue, job_id),
+        k.ready(queue),
+        k.delayed(queue),
+        k.leased(queue),
+        k.live(queue),
+        k.finished(queue, "cancelled"),
+    ]
+    return Call("cancel", keys, [now, error])
+
+
+def requeue(k: Keys, *, now: str, queue: str, job_id: str) -> Call:
+    """Put one finished job back to ready (its finished ZSETs in the header's order)."""
+    keys = [k.job(queue, job_id), k.ready(queue), k.live(queue)]
+    keys += [k.finished(queue, state) for state in ("completed", "failed", "dead", "cancelled")]
+    return Call("requeue", keys, [now])
+
+
+def requeue_many(
+    k: Keys, *, now: str, queue: str, states: Sequence[str], limit: int, name: str | None
+) -> Call:
+    """One queue's share of a bulk requeue from `states` (finished states), at most `limit`."""
+    keys = [k.ready(queue), k.live(queue), *(k.finished(queue, state) for state in states)]
+    only: tuple[Arg, Arg] = (0, "") if name is None else (1, name)
+    return Call("requeue_many", keys, [now, max(limit, 0), *only])

@@ -1,0 +1,173 @@
+"""Each Lua script has one call builder, and it builds the KEYS and ARGV the script's header lists."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from types import ModuleType
+
+import pytest
+
+from xjobs.contract.driver import Claim, Nack
+from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
+from xjobs.testing import rows
+from xjobs_redis.calls import events, fleet, jobs, scheduler
+from xjobs_redis.executor import Call
+from xjobs_redis.keys import Keys
+from xjobs_redis.scripts import lua_names, read_lua
+
+FAMILIES: tuple[ModuleType, ...] = (jobs, fleet, events, scheduler)
+# A header entry: `-- KEYS[3]  ...`, `-- ARGV[3 + r]  ...`, `-- KEYS[3..]  ...`: the index, then a
+# column of at least two spaces (prose that wraps onto a line starting `ARGV[2] ...` has one).
+ENTRY = re.compile(r"^--\s+(KEYS|ARGV)\[([^\]]+)\]\s{2,}\S")
+ROWS = 2  # how many entries a sample gives a script's repeated tail (rows, finished states)
+
+K = Keys("xjobs_t_calls")
+NOW = "1000"
+CLAIM = Claim("j-1", "w-1", 3, "alpha")
+JOB = rows.new_job(queue="alpha")
+WAIT = EventWait("j-1", "r-1", "alpha", "paid", "order.paid", "{}", 0, None)
+HOLDER = SlotHolder("j-1", 3)
+STEP = StepRecord("r-1", "charge", "done", "1", None, 0, 0)
+INFO = WorkerInfo("w-1", "h", 1, ("alpha",), 0, 0)
+PARK = Nack("waiting", "suspended", 2_000, counts_as_attempt=False)
+
+# One call per script, built from sample arguments; a script's repeated tail gets ROWS entries.
+SAMPLES: dict[str, Callable[[], Call]] = {
+    "enqueue": lambda: jobs.enqueue(K, now=NOW, queue="alpha", jobs=[JOB] * ROWS),
+    "claim": lambda: jobs.claim(
+        K,
+        now=NOW,
+        queue="alpha",
+        take=1,
+        worker_id="w-1",
+        lease_ms=30_000,
+        buried_error="lapsed",
+        sweep_bound=1_000,
+    ),
+    "peek": lambda: jobs.peek(K, now=NOW, queue="alpha", want=1, sweep_bound=1_000),
+    "ack": lambda: jobs.ack(K, now=NOW, queue="alpha", claim=CLAIM),
+    "nack": lambda: jobs.nack(
+        K, now=NOW, queue="alpha", claim=CLAIM, nack=Nack("dead", "dead-lettered", error="x")
+    ),
+    "heartbeat": lambda: jobs.heartbeat(K, now=NOW, queue="alpha", claim=CLAIM, lease_ms=1),
+    "record_progress": lambda: jobs.record_progress(
+        K, now=NOW, queue="alpha", claim=CLAIM, progress=0.5
+    ),
+    "cancel": lambda: jobs.cancel(K, now=NOW, queue="alpha", job_id="j-1", error="cancelled"),
+    "requeue": lambda: jobs.requeue(K, now=NOW, queue="alpha", job_id="j-1"),
+    "requeue_many": lambda: jobs.requeue_many(
+        K, now=NOW, queue="alpha", states=["dead", "failed"][:ROWS], limit=5, name=None
+    ),
+    "worker_announce": lambda: fleet.worker_announce(K, now=NOW, info=INFO, ttl_ms=1),
+    "worker_beat": lambda: fleet.worker_beat(K, now=NOW, worker_id="w-1", ttl_ms=1),
+    "worker_forget": lambda: fleet.worker_forget(K, worker_id="w-1"),
+    "worker_list": lambda: fleet.worker_list(K, now=NOW),
+    "slot_acquire": lambda: fleet.slot_acquire(
+        K, now=NOW, key="k", holder=HOLDER, limit=1, ttl_ms=1
+    ),
+    "slot_renew": lambda: fleet.slot_renew(K, now=NOW, key="k", holder=HOLDER, ttl_ms=1),
+    "slot_release": lambda: fleet.slot_release(K, now=NOW, key="k", holder=HOLDER),
+    "slot_holders": lambda: fleet.slot_holders(K, now=NOW, key="k"),
+    "step_put": lambda: events.step_put(K, queue="alpha", claim=CLAIM, record=STEP),
+    "event_send": lambda: events.event_send(
+        K, now=NOW, name="order.paid", event_id="e-1", payload="{}"
+    ),
+    "event_find": lambda: events.event_find(K, name="order.paid", match="{}", since_ms=0),
+    "event_park": lambda: events.event_park(
+        K, now=NOW, queue="alpha", claim=CLAIM, wait=WAIT, nack=PARK
+    ),
+    "event_purge": lambda: events.event_purge(K, older_than_ms=0),
+    "scheduler_arm": lambda: scheduler.scheduler_arm(
+        K, task="nightly", previous_ms=None, watermark_ms=1
+    ),
+    "scheduler_fire": lambda: scheduler.scheduler_fire(
+        K, now=NOW, task="nightly", previous_ms=1, occurrence_ms=2, job=JOB
+    ),
+    "leader_acquire": lambda: scheduler.leader_acquire(K, now=NOW, candidate="s-1", ttl_ms=1),
+    "leader_release": lambda: scheduler.leader_release(K, candidate="s-1"),
+}
+
+
+def builders() -> dict[str, list[str]]:
+    """Every public function of the builder modules, by name: the modules where each is defined."""
+    found: dict[str, list[str]] = {}
+    for module in FAMILIES:
+        for name, function in inspect.getmembers(module, inspect.isfunction):
+            if function.__module__ == module.__name__ and not name.startswith("_"):
+                found.setdefault(name, []).append(module.__name__)
+    return found
+
+
+def declared(script: str, part: str) -> int:
+    """How many `part` (KEYS or ARGV) entries the script's header lists for a call of the sample.
+
+    Numbered entries must run 1..n; an entry indexed otherwise (`4 + r`, `3..`) is a repeated
+    tail, which a sample fills with ROWS entries.
+    """
+    numbered: list[int] = []
+    tails = 0
+    for line in read_lua(script).splitlines():
+        if not line.startswith("--"):
+            break
+        entry = ENTRY.match(line)
+        if entry is None or entry.group(1) != part:
+            continue
+        index = entry.group(2).strip()
+        if index.isdigit():
+            numbered.append(int(index))
+        else:
+            tails += 1
+    assert numbered == list(range(1, len(numbered) + 1)), (
+        f"{script}.lua numbers its {part} {numbered}"
+    )
+    assert tails <= 1, f"{script}.lua lists more than one repeated {part} tail"
+    return len(numbered) + tails * ROWS
+
+
+def test_every_script_has_exactly_one_builder_named_as_it_is() -> None:
+    found = builders()
+    assert sorted(found) == lua_names()
+    assert {name: where for name, where in found.items() if len(where) > 1} == {}
+
+
+def test_every_script_has_a_sample_call_here() -> None:
+    assert sorted(SAMPLES) == lua_names()
+
+
+@pytest.mark.parametrize("script", lua_names())
+def test_the_builder_names_its_own_script(script: str) -> None:
+    assert SAMPLES[script]().script == script
+
+
+@pytest.mark.parametrize("script", lua_names())
+def test_the_builder_passes_the_keys_the_header_lists(script: str) -> None:
+    assert len(SAMPLES[script]().keys) == declared(script, "KEYS")
+
+
+@pytest.mark.parametrize("script", lua_names())
+def test_the_builder_passes_the_argv_the_header_lists(script: str) -> None:
+    assert len(SAMPLES[script]().args) == declared(script, "ARGV")
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "-- KEYS[1]  a\n-- KEYS[3]  c\n-- reply: 1",
+        "-- KEYS[1]  a\n-- KEYS[2..]  b\n-- KEYS[3 + r]  c\n-- reply: 1",
+    ],
+)
+def test_the_header_check_refuses_a_gap_or_two_tails(
+    header: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(f"{__name__}.read_lua", lambda _name: header)
+    with pytest.raises(AssertionError):
+        declared("any", "KEYS")
+
+
+def test_a_live_nack_passes_the_same_keys_as_a_terminal_one() -> None:
+    retry = jobs.nack(K, now=NOW, queue="alpha", claim=CLAIM, nack=Nack("ready", "retried"))
+    dead = jobs.nack(K, now=NOW, queue="alpha", claim=CLAIM, nack=Nack("dead", "dead-lettered"))
+    assert (len(retry.keys), len(retry.args)) == (len(dead.keys), len(dead.args))
+    assert dead.keys[-1] == K.finished("alpha", "dead")
