@@ -17,6 +17,7 @@ import pytest
 
 from xjobs.contract import hookspecs
 from xjobs.contract.driver import BatchAck, JobDriver
+from xjobs.contract.introspection import JobIntrospection
 from xjobs.contract.stores import (
     EventBus,
     LeaderElection,
@@ -37,6 +38,7 @@ PROTOCOLS: dict[str, type] = {
     "SchedulerState": SchedulerState,
     "LeaderElection": LeaderElection,
     "OutboxStore": OutboxStore,
+    "JobIntrospection": JobIntrospection,
 }
 
 # Each protocol's memory implementation, by "module:class".
@@ -50,6 +52,7 @@ MEMORY = {
     "SchedulerState": "xjobs.memory.scheduler:MemorySchedulerState",
     "LeaderElection": "xjobs.memory.scheduler:MemoryLeader",
     "OutboxStore": "xjobs.memory.outbox:MemoryOutboxStore",
+    "JobIntrospection": "xjobs.memory.introspection:MemoryIntrospection",
 }
 
 RECORDER = textwrap.dedent(
