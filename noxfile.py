@@ -81,7 +81,7 @@ def parity(session: nox.Session, driver: str) -> None:
     session.run(
         "python",
         "-c",
-        "import sys, xjobs.plugins as p; names = [b.factory.name for b in p.installed_backends()]; "
+        "import sys, xjobs.contract.plugins as p; names = [b.factory.name for b in p.installed_backends()]; "
         f"sys.exit(0 if {driver!r} in names else 'driver {driver} was not found through its entry point: ' + str(names))",
     )
     env = {"XJOBS_REQUIRE_SERVERS": os.environ.get("XJOBS_REQUIRE_SERVERS", "")}

@@ -17,16 +17,20 @@ from xjobs.actor import Actor, reset_actor, run_with_context, set_actor, set_tra
 from xjobs.contract.backend import Backend
 from xjobs.contract.driver import ClaimOptions, EnqueueResult, JobDriver, JobRecord, NewJob
 from xjobs.declare.job import EnqueueOptions
+from xjobs.declare.keys import MAX_KEY_CHARS, derive_str
+from xjobs.declare.task import validate_tz
 from xjobs.enqueue.facade import JobsFacade
 from xjobs.errors import (
     InputInvalidError,
     KeyUnderivableError,
     OptionInvalidError,
     PayloadInvalidError,
+    TimeZoneInvalidError,
 )
 from xjobs.payload import (
     DEFAULT_MAX_PAYLOAD_BYTES,
-    check_strings,
+    MAX_PAYLOAD_DEPTH,
+    check_json_values,
     decode_input,
     decode_payload,
     encode_payload,
@@ -143,13 +147,13 @@ def test_a_surrogate_pair_is_an_ordinary_character() -> None:
 
 def test_a_nul_deep_inside_nested_values_is_refused() -> None:
     with pytest.raises(PayloadInvalidError) as caught:
-        check_strings({"a": [1, {"b": ("ok", "x\x00y")}]}, what="payload of job 'save_note'")
+        check_json_values({"a": [1, {"b": ("ok", "x\x00y")}]}, what="payload of job 'save_note'")
     assert_payload_refused(caught, "save_note")
 
 
 def test_a_lone_surrogate_in_a_nested_key_is_refused() -> None:
     with pytest.raises(PayloadInvalidError) as caught:
-        check_strings([{"fine": {"\ud800": 1}}], what="payload of job 'save_note'")
+        check_json_values([{"fine": {"\ud800": 1}}], what="payload of job 'save_note'")
     assert_payload_refused(caught, "save_note")
     assert "surrogate" in caught.value.message
 
@@ -546,3 +550,67 @@ async def test_a_bound_handle_refuses_a_bad_input_naming_its_job(facade: JobsFac
         handle.bind(None)
     assert caught.value.code == "XJOBS_INPUT_INVALID"
     assert "notes.save" in caught.value.message
+
+
+class Loose(BaseModel):
+    """An input with an `Any` field and bytes, where hostile values hide."""
+
+    value: Any = None
+    ratio: float = 0.0
+    blob: bytes = b""
+
+
+class Opaque:
+    """An object JSON cannot carry."""
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    node = root
+    for _ in range(depth - 1):
+        node["a"] = {}
+        node = node["a"]
+    return root
+
+
+@pytest.mark.parametrize(
+    ("value", "refusal"),
+    [
+        (Loose(value=float("nan")), "finite"),
+        (Loose(value={"deep": [float("-inf")]}), "finite"),
+        (Loose(ratio=float("inf")), "finite"),
+        (Loose(value=10**5000 - 1), "bits"),
+        (Loose(value=_nested(MAX_PAYLOAD_DEPTH + 1)), "nested deeper"),
+        (Loose(value=_nested(10_000)), "nested deeper"),
+        (Loose(value=Opaque()), "cannot be stored as JSON"),
+        (Loose(blob=b"\xff\xfe"), "cannot be stored as JSON"),
+    ],
+    ids=["nan", "inf-nested", "inf-field", "huge-int", "too-deep", "very-deep", "object", "bytes"],
+)
+def test_what_a_run_could_not_decode_exactly_is_refused_at_the_door(
+    value: Loose, refusal: str
+) -> None:
+    with pytest.raises(PayloadInvalidError) as refused:
+        encode_payload(value, job="hostile")
+    assert refusal in refused.value.message
+
+
+def test_nesting_within_the_bound_and_a_long_integer_round_trip_exactly() -> None:
+    value = Loose(value={"n": 10**3000 - 1, "tree": _nested(MAX_PAYLOAD_DEPTH - 2)})
+    text = encode_payload(value, job="hostile")
+    assert decode_input(Loose, text, job="hostile") == value
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["a\x00b", "\ud800", "k" * (MAX_KEY_CHARS + 1)],
+    ids=["nul", "lone-surrogate", "overlong"],
+)
+def test_a_key_no_backend_could_store_alike_is_refused(key: str) -> None:
+    with pytest.raises(KeyUnderivableError):
+        derive_str(lambda _: key, None, what="idempotency key", job="hostile")
+
+
+def test_an_overlong_time_zone_is_refused_as_a_time_zone() -> None:
+    with pytest.raises(TimeZoneInvalidError):
+        validate_tz("Europe/" + "x" * 5000)

@@ -8,7 +8,7 @@ from typing import Any
 
 from xjobs.errors import EventInvalidError, XJobsError
 from xjobs.names import validate_job_name
-from xjobs.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_strings
+from xjobs.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_json_values
 
 
 def validate_event_name(name: object) -> str:
@@ -28,10 +28,10 @@ def encode_object(value: object, *, what: str, max_bytes: int = DEFAULT_MAX_PAYL
     if not all(isinstance(key, str) for key in value):
         raise EventInvalidError(f"{what} must have string keys only")
     try:
-        check_strings(value, what=what)
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise EventInvalidError(f"{what} is not JSON: {exc}") from exc
+    check_json_values(value, what=what)
     size = len(text.encode("utf-8"))
     if size > max_bytes:
         raise EventInvalidError(f"{what} is {size} bytes, over the limit of {max_bytes}")

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from xjobs.errors import InputInvalidError, PayloadInvalidError
 
 M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1_048_576
+# What every driver stores and every run decodes alike: containers nested at most this deep, and
+# integers of at most this many bits, about 3,900 decimal digits (Python refuses to parse an
+# integer of more than 4,300 digits by default, so a longer one would die at run time).
+MAX_PAYLOAD_DEPTH = 100
+MAX_INT_BITS = 13_000
 
 
 def validate_input(model: type[M], value: object, *, job: str) -> M:
@@ -22,14 +29,26 @@ def validate_input(model: type[M], value: object, *, job: str) -> M:
         return model.model_validate(value)
     except ValidationError as exc:
         raise InputInvalidError(f"input of job {job!r} is invalid: {exc}") from exc
+    except (RecursionError, ValueError, TypeError) as exc:
+        raise InputInvalidError(f"input of job {job!r} cannot be validated: {exc!r}") from exc
 
 
 def encode_payload(
     value: BaseModel, *, job: str, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
 ) -> str:
-    """The JSON text stored for `value`: no NUL, no lone surrogate, at most `max_bytes` of UTF-8."""
-    check_strings(value.model_dump(), what=f"payload of job {job!r}")
-    text = value.model_dump_json()
+    """The JSON text stored for `value`, refused unless the run will decode exactly what was sent:
+    no NUL, no lone surrogate, no NaN or infinity, no integer over `MAX_INT_BITS` bits, no
+    nesting deeper than `MAX_PAYLOAD_DEPTH`, nothing JSON cannot carry, at most `max_bytes`."""
+    what = f"payload of job {job!r}"
+    try:
+        dumped = value.model_dump()
+    except (PydanticSerializationError, RecursionError, ValueError, TypeError) as exc:
+        raise PayloadInvalidError(f"{what} cannot be stored as JSON: {exc}") from exc
+    check_json_values(dumped, what=what)
+    try:
+        text = value.model_dump_json()
+    except (PydanticSerializationError, RecursionError, ValueError, TypeError) as exc:
+        raise PayloadInvalidError(f"{what} cannot be stored as JSON: {exc}") from exc
     size = len(text.encode("utf-8"))
     if size > max_bytes:
         raise PayloadInvalidError(
@@ -38,24 +57,41 @@ def encode_payload(
     return text
 
 
-def check_strings(value: object, *, what: str) -> None:
-    """Refuse a NUL or a lone surrogate in any string of `value`, keys included.
+def check_json_values(value: object, *, what: str) -> None:
+    """Refuse what a backend would store differently from what the run decodes: a NUL or a lone
+    surrogate in any string (keys included), a non-finite float, an integer over `MAX_INT_BITS`
+    bits, containers nested deeper than `MAX_PAYLOAD_DEPTH`.
 
     Postgres jsonb rejects `\\u0000` and UTF-8 cannot carry a lone surrogate, while Redis would
-    store either; every driver refuses them the same way, before anything is written.
+    store either; JSON has no NaN (it would reach the body as `null`). Every driver refuses them
+    the same way, before anything is written. The walk is iterative: any depth is refused, never
+    a `RecursionError`.
     """
-    stack = [value]
+    stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            _check_string(item, what=what)
-        elif isinstance(item, dict):
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list | tuple | set | frozenset):
+            _check_scalar(item, what=what)
+            continue
+        if depth >= MAX_PAYLOAD_DEPTH:
+            raise PayloadInvalidError(f"{what} is nested deeper than {MAX_PAYLOAD_DEPTH} levels")
+        if isinstance(item, dict):
             for key, child in item.items():
-                if isinstance(key, str):
-                    _check_string(key, what=what)
-                stack.append(child)
-        elif isinstance(item, list | tuple | set | frozenset):
-            stack.extend(item)
+                _check_scalar(key, what=what)
+                stack.append((child, depth + 1))
+        else:
+            stack.extend((child, depth + 1) for child in item)
+
+
+def _check_scalar(item: object, *, what: str) -> None:
+    if isinstance(item, str):
+        _check_string(item, what=what)
+    elif isinstance(item, float) and not math.isfinite(item):
+        raise PayloadInvalidError(f"{what} contains {item!r}; JSON carries finite numbers only")
+    elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > MAX_INT_BITS:
+        raise PayloadInvalidError(
+            f"{what} contains an integer of {item.bit_length()} bits, over {MAX_INT_BITS}"
+        )
 
 
 def _check_string(text: str, *, what: str) -> None:

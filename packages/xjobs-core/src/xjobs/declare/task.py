@@ -57,8 +57,9 @@ def validate_tz(tz: object) -> ZoneInfo:
         )
     try:
         return ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise TimeZoneInvalidError(f"tz {tz!r} is not an IANA time zone") from exc
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        # An overlong or odd name reaches the file system as a path (`OSError`): refused alike.
+        raise TimeZoneInvalidError(f"tz {tz[:80]!r} is not an IANA time zone") from exc
 
 
 class TaskHandle:
@@ -105,6 +106,7 @@ class TaskHandle:
 
     @property
     def stamped(self) -> bool:
+        """Whether the task has its durable name (declared, or stamped by its registration)."""
         return self._name is not None
 
     def stamp(self, name: str) -> None:
