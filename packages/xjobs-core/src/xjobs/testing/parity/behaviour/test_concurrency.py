@@ -12,6 +12,7 @@ from xjobs import App, Concurrency, JobContext, job
 from xjobs.errors import XJobsError
 from xjobs.testing.parity.env import ParityEnv
 from xjobs.testing.parity.jobs import (
+    LEASE,
     QUEUE,
     Item,
     Overlap,
@@ -286,4 +287,46 @@ class TestFleetConcurrency:
         assert failed.last_error is not None
         assert "XJOBS_KEY_UNDERIVABLE" in failed.last_error
         assert done.state == "completed"
+        assert (stats.retried, stats.completed) == (1, 1)
+
+    async def test_a_slot_that_cannot_be_renewed_for_a_whole_ttl_cancels_the_run_uncounted(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: a fleet slot is HELD, not owned: renewals failing for a whole TTL cancel the run
+        with XJOBS_SLOT_LOST, and the job is retried without spending the attempt."""
+        seen: list[str] = []
+
+        @job(tenant=org_of, idempotency_key=key_of, queue=QUEUE, concurrency=1)
+        async def body(ctx: JobContext, input: Item) -> None:
+            if seen:
+                return  # the store came back: the retry completes
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                seen.append("cancelled")
+                raise
+
+        slots = parity.slots
+        real_renew = slots.renew
+
+        async def unreachable_until_lost(*args: object, **kwargs: object) -> bool:
+            if not seen:
+                raise ConnectionError("the slot store did not answer the renewal")
+            return await real_renew(*args, **kwargs)  # type: ignore[arg-type]
+
+        app = parity.app(jobs=[body])
+        async with app:
+            result = await body.enqueue(Item())
+            slots.renew = unreachable_until_lost  # type: ignore[method-assign]
+            try:
+                stats = await within(
+                    app.run_worker(lease=LEASE, until_idle=True), what="the slot to be lost"
+                )
+            finally:
+                slots.renew = real_renew  # type: ignore[method-assign]
+            record = await app.get_job(result.job_id)
+        assert seen == ["cancelled"]
+        assert (record.state, record.attempt) == ("completed", 1)
+        assert record.last_error is not None
+        assert "XJOBS_SLOT_LOST" in record.last_error
         assert (stats.retried, stats.completed) == (1, 1)
