@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
@@ -52,10 +53,10 @@ class RedisCommands:
     def __init__(self, url: str) -> None:
         self.url = url
 
-    async def _info(self, section: str) -> dict[str, object]:
+    async def _info(self, section: str) -> dict[str, Any]:
         client = Redis.from_url(self.url)
         try:
-            info: dict[str, object] = await client.info(section)
+            info: dict[str, Any] = await client.info(section)
         finally:
             await client.aclose()
         return info
@@ -81,4 +82,4 @@ class RedisCommands:
         return sent, executed
 
     async def used_memory(self) -> int:
-        return int((await self._info("memory"))["used_memory"])  # type: ignore[call-overload]
+        return int((await self._info("memory"))["used_memory"])

@@ -180,4 +180,4 @@ class SaqRedis(_Saq[RedisQueue]):
 
     async def unfinished(self) -> int:
         # The `incomplete` zset holds every job from enqueue until finish, queued, active or scheduled.
-        return await self._queue.count("incomplete")
+        return int(await self._queue.count("incomplete"))

@@ -150,7 +150,7 @@ class XJobs(Contender):
         """W8: `runs` three-step jobs through one worker; the step store calls per run."""
         app = self._app()
         counting = CountingSteps(app.backend.steps)
-        app.backend.steps = counting  # type: ignore[assignment]
+        app.backend.steps = counting
         await app.enqueue_many(three_steps, [Numbered(i=i, sent_at=0.0) for i in range(runs)])
         self.serving = STEP_RUNS_QUEUE
         try:

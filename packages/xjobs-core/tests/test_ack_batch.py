@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
+from typing import cast
 
 import pytest
 import pytest_asyncio
 
 import xjobs
 from xjobs.contract.backend import Backend
-from xjobs.contract.driver import Claim, ClaimedJob, ClaimOptions
+from xjobs.contract.driver import Claim, ClaimedJob, ClaimOptions, JobDriver
 from xjobs.errors import BackendError
 from xjobs.memory.driver import MemoryJobDriver
 from xjobs.run.ack_batch import AckBatcher
@@ -95,7 +96,7 @@ async def test_each_claim_keeps_its_own_answer(backend: Backend) -> None:
     a, b = await _claimed(driver, 2)
     stale = Claim(job_id=b.id, worker_id="other", claims=b.claims)
     batcher = AckBatcher(replace(backend, jobs=driver))
-    assert await asyncio.gather(batcher.ack(a.claim), batcher.ack(stale)) == [True, False]
+    assert list(await asyncio.gather(batcher.ack(a.claim), batcher.ack(stale))) == [True, False]
 
 
 @pytest.mark.asyncio
@@ -106,7 +107,7 @@ async def test_a_failed_batch_is_retried_one_ack_at_a_time(backend: Backend) -> 
     stale = Claim(job_id=b.id, worker_id="other", claims=b.claims)
     batcher = AckBatcher(replace(backend, jobs=driver))
     driver.fail_next = True
-    assert await asyncio.gather(batcher.ack(a.claim), batcher.ack(stale)) == [True, False]
+    assert list(await asyncio.gather(batcher.ack(a.claim), batcher.ack(stale))) == [True, False]
     assert (await driver.get(a.id)).state == "completed"  # type: ignore[union-attr]
 
 
@@ -123,7 +124,7 @@ async def test_an_ack_that_fails_alone_too_raises_and_the_next_batch_lands(
     with pytest.raises(BackendError):
         await batcher.ack(a.claim)
     driver.fail_single = False
-    assert await asyncio.gather(batcher.ack(a.claim), batcher.ack(b.claim)) == [True, True]
+    assert list(await asyncio.gather(batcher.ack(a.claim), batcher.ack(b.claim))) == [True, True]
 
 
 class OneByOne:
@@ -140,7 +141,8 @@ class OneByOne:
 @pytest.mark.asyncio
 async def test_a_driver_without_ack_many_acks_one_by_one(backend: Backend) -> None:
     driver = OneByOne()
-    batcher = AckBatcher(replace(backend, jobs=driver))
+    # only `ack` is ever called on a driver without `ack_many`
+    batcher = AckBatcher(replace(backend, jobs=cast(JobDriver, driver)))
     claims = [Claim(job_id=f"j{n}", worker_id="w", claims=1) for n in range(3)]
     assert await asyncio.gather(*(batcher.ack(c) for c in claims)) == [True] * 3
     assert driver.acked == ["j0", "j1", "j2"]

@@ -35,7 +35,7 @@ class FixedRandom(random.Random):
 
 def ceiling_of(attempt: int, base_ms: int, cap_ms: int) -> int:
     """The un-jittered curve: the highest delay the rule allows for this attempt."""
-    return min(cap_ms, base_ms * 2 ** (attempt - 1))
+    return min(cap_ms, base_ms * int(2 ** (attempt - 1)))
 
 
 @PROPERTY

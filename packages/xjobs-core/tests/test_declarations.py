@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -79,14 +80,41 @@ def test_job_works_as_a_decorator() -> None:
     assert refund.input_model is Refund
 
 
-def test_a_job_body_must_be_async() -> None:
+def test_a_plain_def_body_is_declared_as_a_sync_job() -> None:
+    def sync_body(ctx: object, input: Invoice) -> None: ...
+
+    handle = job(sync_body, tenant="none", idempotency_key=lambda i: i.invoice_id)
+    assert (handle.sync, handle.input_model) == (True, Invoice)
+
+
+def test_an_async_body_is_not_a_sync_job() -> None:
+    async def async_body(ctx: object, input: Invoice) -> None: ...
+
+    assert job(async_body, tenant="none", idempotency_key=lambda i: i.invoice_id).sync is False
+
+
+@pytest.mark.parametrize("option", ["step_timeout", "event_poll"])
+def test_a_plain_def_body_refuses_step_options(option: str) -> None:
     def sync_body(ctx: object, input: Invoice) -> None: ...
 
     with pytest.raises(DeclarationInvalidError) as caught:
-        job(sync_body, tenant="none", idempotency_key=lambda i: i.invoice_id)  # type: ignore[arg-type]
-    assert caught.value.code == "XJOBS_DECLARATION_INVALID"
-    assert "async" in caught.value.message
-    assert "sync_body" in caught.value.message
+        job(  # type: ignore[call-overload]
+            sync_body,
+            tenant="none",
+            idempotency_key=lambda i: i.invoice_id,
+            **{option: timedelta(seconds=1)},
+        )
+    assert option in caught.value.message
+    assert "async def" in caught.value.message
+
+
+def test_a_generator_is_not_a_job_body() -> None:
+    def gen_body(ctx: object, input: Invoice) -> Iterator[None]:
+        yield None
+
+    with pytest.raises(DeclarationInvalidError) as caught:
+        job(gen_body, tenant="none", idempotency_key=lambda i: i.invoice_id)
+    assert "gen_body" in caught.value.message
 
 
 @pytest.mark.parametrize("arity", [0, 1, 3])
@@ -97,7 +125,7 @@ def test_a_job_body_must_take_ctx_and_input(arity: int) -> None:
         3: _takes_three,
     }
     with pytest.raises(DeclarationInvalidError) as caught:
-        job(bodies[arity], tenant="none", idempotency_key=lambda i: i.invoice_id)  # type: ignore[arg-type]
+        job(bodies[arity], tenant="none", idempotency_key=lambda i: i.invoice_id)  # type: ignore[call-overload]
     assert caught.value.code == "XJOBS_DECLARATION_INVALID"
     assert "(ctx, input)" in caught.value.message
 
@@ -106,7 +134,7 @@ def test_a_job_body_must_take_ctx_and_input(arity: int) -> None:
 def test_a_job_body_must_take_ctx_and_input_even_with_an_explicit_model(body: str) -> None:
     fn = {"one": _takes_only_input, "three": _takes_three}[body]
     with pytest.raises(DeclarationInvalidError) as caught:
-        job(fn, tenant="none", idempotency_key=lambda i: i.invoice_id, input_model=Invoice)  # type: ignore[arg-type]
+        job(fn, tenant="none", idempotency_key=lambda i: i.invoice_id, input_model=Invoice)  # type: ignore[call-overload]
     assert caught.value.code == "XJOBS_DECLARATION_INVALID"
     assert "(ctx, input)" in caught.value.message
 
@@ -148,7 +176,7 @@ def test_an_unannotated_input_without_a_model_is_refused() -> None:
 
 def test_a_non_model_annotation_is_refused() -> None:
     with pytest.raises(DeclarationInvalidError) as caught:
-        job(annotated_with_dict, tenant="none", idempotency_key=lambda i: "k")
+        job(annotated_with_dict, tenant="none", idempotency_key=lambda i: "k")  # type: ignore[type-var]
     assert caught.value.code == "XJOBS_DECLARATION_INVALID"
     assert "pydantic model" in caught.value.message
     assert "annotated_with_dict" in caught.value.message

@@ -35,6 +35,7 @@ STABLE_CODES = {
     "JobNotRemovableError": "XJOBS_JOB_NOT_REMOVABLE",
     "JobPageInvalidError": "XJOBS_JOB_PAGE_INVALID",
     "FilterInvalidError": "XJOBS_FILTER_INVALID",
+    "StepInSyncBodyError": "XJOBS_STEP_NEEDS_ASYNC",
     "BackendUnknownError": "XJOBS_BACKEND_UNKNOWN",
     "BackendConflictError": "XJOBS_BACKEND_CONFLICT",
     "DriverApiMismatchError": "XJOBS_DRIVER_API_MISMATCH",

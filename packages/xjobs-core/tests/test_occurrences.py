@@ -22,14 +22,14 @@ HOUR = 3_600_000
 DAY = 24 * HOUR
 
 
-def ms(*args: int, tz: str = "UTC") -> int:
-    return to_ms(datetime(*args, tzinfo=ZoneInfo(tz)))  # type: ignore[misc]
+def ms(year: int, month: int, day: int, hour: int = 0, *, tz: str = "UTC") -> int:
+    return to_ms(datetime(year, month, day, hour, tzinfo=ZoneInfo(tz)))
 
 
 def walls(cron: str, tz: str, start: int, end: int) -> list[str]:
     """Every occurrence in `[start, end)` as local wall time with its UTC offset."""
     zone = ZoneInfo(tz)
-    out = []
+    out: list[str] = []
     for at in iter_after(cron, zone, start - 1):
         if at >= end:
             return out
@@ -211,7 +211,7 @@ def test_the_default_renewal_is_six_per_minute() -> None:
         ({"drain_timeout": timedelta(seconds=-1)}, "drain_timeout"),
     ],
 )
-def test_a_bad_scheduler_option_is_refused_by_name(knobs: dict[str, object], named: str) -> None:
+def test_a_bad_scheduler_option_is_refused_by_name(knobs: dict[str, Any], named: str) -> None:
     with pytest.raises(OptionInvalidError) as caught:
         resolve_scheduler_options(**knobs)
     assert named in caught.value.message

@@ -89,8 +89,9 @@ async def test_interrupt_stops_a_running_worker_from_claiming() -> None:
         worker = app.worker()
         await worker.start()
         worker.interrupt()
-        assert worker.state == "draining"
+        interrupted = worker.state
         await worker.close()
+        assert interrupted == "draining"
         assert worker.state == "closed"
 
 

@@ -46,8 +46,8 @@ def declare(**options: Any) -> TaskHandle:
     return task(**options)
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
 # -- the zone --------------------------------------------------------------------------------

@@ -148,12 +148,14 @@ class App:
 
     @property
     def backend(self) -> Backend:
+        """The open backend this app enqueues into and runs against; refuses a closed app."""
         if self._backend is None:
             raise BackendClosedError("the App is not open; use `async with app:` first")
         return self._backend
 
     @property
     def jobs(self) -> dict[str, JobHandle[Any]]:
+        """Every registered job handle by its durable name."""
         return self.registry.jobs
 
     def describe(self) -> dict[str, Any]:

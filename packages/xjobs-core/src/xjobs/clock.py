@@ -12,13 +12,16 @@ from xjobs.errors import OptionInvalidError
 class Clock(Protocol):
     """Where every durable instant comes from, in integer epoch milliseconds."""
 
-    def now_ms(self) -> int: ...
+    def now_ms(self) -> int:
+        """The current instant in epoch milliseconds."""
+        ...
 
 
 class SystemClock:
     """The wall clock."""
 
     def now_ms(self) -> int:
+        """The wall-clock instant in epoch milliseconds."""
         return time.time_ns() // 1_000_000
 
     def __repr__(self) -> str:
@@ -32,6 +35,7 @@ class ManualClock:
         self._now = int(start_ms)
 
     def now_ms(self) -> int:
+        """The instant the test last set, in epoch milliseconds."""
         return self._now
 
     def advance(self, ms: int) -> int:

@@ -271,6 +271,12 @@ class StepInvalidError(XJobsError):
     terminal = True
 
 
+class StepInSyncBodyError(XJobsError):
+    """A plain `def` body used `ctx.step`: durable steps need an `async def` body."""
+
+    code = "XJOBS_STEP_NEEDS_ASYNC"
+
+
 class StepDuplicateError(XJobsError):
     """Two steps of one run share a name; step names are unique within a run."""
 

@@ -69,6 +69,7 @@ class WakeSource:
         return self._live
 
     def set_live(self, live: bool) -> None:
+        """Record whether a probe proved the wake delivers (a reconnect resets it to unproven)."""
         self._live = live
 
 

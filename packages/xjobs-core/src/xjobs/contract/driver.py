@@ -124,6 +124,7 @@ class ClaimedJob:
 
     @property
     def claim(self) -> Claim:
+        """The fence this claim holds, as every settle and heartbeat of the run passes it."""
         return Claim(job_id=self.id, worker_id=self.worker_id, claims=self.claims, queue=self.queue)
 
 
@@ -236,6 +237,7 @@ class JobRecord:
 
     @property
     def live(self) -> bool:
+        """Whether the job is still waiting or running (not yet in a final state)."""
         return self.state in LIVE_STATES
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from xjobs.contract.driver import EnqueueResult
     from xjobs.memory.outbox import MemoryTransaction
-    from xjobs.run.context import JobContext
+    from xjobs.run.context import JobContext, SyncJobContext
 
     SyncConnection = psycopg.Connection[Any] | MemoryTransaction
     AsyncConnection = psycopg.AsyncConnection[Any] | asyncpg.Connection
@@ -39,6 +39,8 @@ MIN_PRIORITY = 0
 MAX_PRIORITY = 9
 
 Body = Callable[["JobContext", I], Awaitable[object]]
+# A plain `def` body runs on a thread of its own, with a `SyncJobContext` (no durable steps).
+SyncBody = Callable[["SyncJobContext", I], object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,9 @@ class Enqueuer(Protocol):
 
     async def enqueue_inputs(
         self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
-    ) -> list[EnqueueResult]: ...
+    ) -> list[EnqueueResult]:
+        """Enqueue one job of `handle` per input; each answers its ids and whether it deduped."""
+        ...
 
     def stage_inputs(
         self,
@@ -63,7 +67,9 @@ class Enqueuer(Protocol):
         conn: object,
         inputs: Sequence[object],
         options: EnqueueOptions,
-    ) -> list[EnqueueResult] | Awaitable[list[EnqueueResult]]: ...
+    ) -> list[EnqueueResult] | Awaitable[list[EnqueueResult]]:
+        """Stage one job of `handle` per input in the outbox, in the caller's transaction `conn`."""
+        ...
 
 
 class JobHandle(Generic[I]):
@@ -84,6 +90,7 @@ class JobHandle(Generic[I]):
         "redact_input",
         "retry",
         "step_timeout_ms",
+        "sync",
         "tenant",
         "timeout_ms",
     )
@@ -91,7 +98,7 @@ class JobHandle(Generic[I]):
     def __init__(
         self,
         *,
-        fn: Body[I],
+        fn: Body[I] | SyncBody[I],
         input_model: type[I],
         tenant: JobTenant,
         idempotency_key: Callable[[I], str],
@@ -107,6 +114,7 @@ class JobHandle(Generic[I]):
         on_settled: Callable[..., Awaitable[None]] | None,
     ) -> None:
         self.fn = fn
+        self.sync = not inspect.iscoroutinefunction(fn)
         self.input_model = input_model
         self.tenant = tenant
         self.idempotency_key = idempotency_key
@@ -130,6 +138,7 @@ class JobHandle(Generic[I]):
 
     @property
     def stamped(self) -> bool:
+        """Whether the handle has its durable name (declared, or stamped by its registration)."""
         return self._name is not None
 
     def stamp(self, name: str) -> None:
@@ -148,6 +157,7 @@ class JobHandle(Generic[I]):
         self._enqueuer = enqueuer
 
     def bound_to(self, enqueuer: Enqueuer) -> bool:
+        """Whether `enqueue` on this handle goes through `enqueuer` (the app that opened last)."""
         return self._enqueuer is enqueuer
 
     def key_for(self, value: I) -> str:
@@ -313,9 +323,18 @@ def _input_model_of(fn: Callable[..., object], param: inspect.Parameter) -> type
     return annotation
 
 
-def _build(fn: Callable[..., Awaitable[object]], options: dict[str, Any]) -> JobHandle[Any]:
+def _build(fn: Callable[..., object], options: dict[str, Any]) -> JobHandle[Any]:
+    if not callable(fn) or inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+        raise DeclarationInvalidError(
+            f"job body {_label(fn)} must be a function: `async def` (with durable steps) or `def`"
+        )
     if not inspect.iscoroutinefunction(fn):
-        raise DeclarationInvalidError(f"job body {_label(fn)} must be async def")
+        for option in ("step_timeout", "event_poll"):
+            if options[option] is not None:
+                raise DeclarationInvalidError(
+                    f"{option} of job {_label(fn)} applies to durable steps, which need an "
+                    "`async def` body; a plain `def` body has none"
+                )
     params = _check_signature(fn)
     declared_name = options["name"]
     if declared_name is not None:
@@ -362,7 +381,7 @@ def _build(fn: Callable[..., Awaitable[object]], options: dict[str, Any]) -> Job
 
 @overload
 def job(
-    fn: Body[I],
+    fn: Body[I] | SyncBody[I],
     *,
     tenant: Callable[[I], str] | str | None = ...,
     idempotency_key: Callable[[I], str] | None = ...,
@@ -397,11 +416,11 @@ def job(
     input_model: type[BaseModel] | None = ...,
     redact_input: Callable[[Any], object] | None = ...,
     on_settled: Callable[..., Awaitable[None]] | None = ...,
-) -> Callable[[Body[Any]], JobHandle[Any]]: ...
+) -> Callable[[Body[Any] | SyncBody[Any]], JobHandle[Any]]: ...
 
 
 def job(
-    fn: Body[Any] | None = None,
+    fn: Body[Any] | SyncBody[Any] | None = None,
     *,
     tenant: Callable[[Any], str] | str | None = None,
     idempotency_key: Callable[[Any], str] | None = None,
@@ -416,8 +435,9 @@ def job(
     input_model: type[BaseModel] | None = None,
     redact_input: Callable[[Any], object] | None = None,
     on_settled: Callable[..., Awaitable[None]] | None = None,
-) -> JobHandle[Any] | Callable[[Body[Any]], JobHandle[Any]]:
-    """Declare a job: `@job(tenant=..., idempotency_key=...)` over `async def body(ctx, input: Model)`.
+) -> JobHandle[Any] | Callable[[Body[Any] | SyncBody[Any]], JobHandle[Any]]:
+    """Declare a job: `@job(tenant=..., idempotency_key=...)` over `async def body(ctx, input: Model)`
+    (durable steps, the event loop) or a plain `def body(ctx, input: Model)` (run on a thread).
 
     Every option is validated here, once; a bad one raises an `XJobsError` naming it.
     """
@@ -439,7 +459,7 @@ def job(
     if fn is not None:
         return _build(fn, options)
 
-    def decorate(body: Body[Any]) -> JobHandle[Any]:
+    def decorate(body: Body[Any] | SyncBody[Any]) -> JobHandle[Any]:
         return _build(body, options)
 
     return decorate

@@ -30,10 +30,12 @@ def _is_repeat(instant: datetime, zone: ZoneInfo) -> bool:
 
 
 def to_datetime(ms: int, zone: ZoneInfo) -> datetime:
+    """The wall time in `zone` of the epoch-ms instant `ms`."""
     return datetime.fromtimestamp(ms / 1000, UTC).astimezone(zone)
 
 
 def to_ms(instant: datetime) -> int:
+    """The epoch-ms instant of an aware datetime, rounded to the millisecond."""
     return round(instant.timestamp() * 1000)
 
 

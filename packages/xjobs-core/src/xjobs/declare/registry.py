@@ -63,6 +63,7 @@ class Registry:
         return handle
 
     def owns(self, handle: JobHandle[Any]) -> bool:
+        """Whether `handle` is the very job registered under its name (not a namesake)."""
         return self.jobs.get(handle.name) is handle
 
     def queues(self) -> list[str]:

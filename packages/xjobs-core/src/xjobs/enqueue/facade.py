@@ -88,6 +88,7 @@ class JobsFacade:
     async def enqueue_inputs(
         self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
     ) -> list[EnqueueResult]:
+        """Build the rows of one job per input and enqueue them in one driver call."""
         rows = self.build(handle, inputs, options)
         if not rows:
             return []

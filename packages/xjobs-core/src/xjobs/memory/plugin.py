@@ -70,6 +70,7 @@ async def test_backend(clock: Clock) -> AsyncIterator[Backend]:
 
 @hookimpl
 def xjobs_backends() -> list[BackendFactory]:
+    """The built-in in-process backend, registered through the same hook as every driver."""
     return [
         BackendFactory(
             name="memory",

@@ -20,12 +20,15 @@ class IdleBackoff:
 
     @property
     def floor_ms(self) -> int:
+        """The shortest wait: after a pass that found work, a wake, or a reset."""
         return self._floor_ms
 
     def ceiling_ms(self) -> int:
+        """The longest idle wait: longer while a live wake stands in for the poll."""
         return CEILING_WITH_WAKE_MS if self._wake_live() else CEILING_MS
 
     def reset(self) -> None:
+        """Back to the floor: a job was found or a wake arrived."""
         self._current_ms = self._floor_ms
 
     def next_ms(self) -> int:

@@ -54,6 +54,7 @@ class Relay:
 
     @property
     def state(self) -> RoleState:
+        """Where the relay is in its lifecycle: new, running, draining or closed."""
         return self._state
 
     async def start(self, *, until_idle: bool = False) -> None:
@@ -112,6 +113,7 @@ class Relay:
         log.info("jobs.relay.stopped", extra={"relay_id": self.id, **self.stats.as_dict()})
 
     async def stop(self) -> None:
+        """Stop taking outbox rows and close once the pass in flight is done."""
         self.stop_accepting()
         await self.close()
 

@@ -17,6 +17,7 @@ class RelayStats:
 
     @property
     def role_id(self) -> str:
+        """The id of the relay these counts belong to."""
         return self.relay_id
 
     def as_dict(self) -> dict[str, int]:

@@ -20,7 +20,9 @@ class RoleStats(Protocol):
     """A role's counters since it started: whose they are, and each count by name."""
 
     @property
-    def role_id(self) -> str: ...
+    def role_id(self) -> str:
+        """The id of the role these counts belong to."""
+        ...
 
     def as_dict(self) -> dict[str, int]:
         """The counters by name (the id is not a count)."""
@@ -37,16 +39,24 @@ class Role(Protocol):
     """
 
     @property
-    def id(self) -> str: ...
+    def id(self) -> str:
+        """The role's id, as its logs and the worker registry name it."""
+        ...
 
     @property
-    def state(self) -> RoleState: ...
+    def state(self) -> RoleState:
+        """Where the role is in its lifecycle: new, running, draining or closed."""
+        ...
 
     @property
-    def options(self) -> RoleOptions: ...
+    def options(self) -> RoleOptions:
+        """The role's resolved options."""
+        ...
 
     @property
-    def stats(self) -> RoleStats: ...
+    def stats(self) -> RoleStats:
+        """The role's counters since it started."""
+        ...
 
     async def start(self, *, until_idle: bool = False) -> None:
         """Start the loop; with `until_idle`, it ends once it finds nothing to do."""

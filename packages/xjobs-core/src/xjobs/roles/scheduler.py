@@ -88,6 +88,7 @@ class Scheduler:
 
     @property
     def state(self) -> RoleState:
+        """Where the scheduler is in its lifecycle: new, running, draining or closed."""
         return self._state
 
     @property
@@ -173,6 +174,7 @@ class Scheduler:
             self._done.set_result(None)
 
     async def stop(self) -> None:
+        """Stop dispatching occurrences and close once the tick in flight is done."""
         self.stop_accepting()
         await self.close()
 

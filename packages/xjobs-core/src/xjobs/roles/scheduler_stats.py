@@ -18,6 +18,7 @@ class SchedulerStats:
 
     @property
     def role_id(self) -> str:
+        """The id of the scheduler these counts belong to."""
         return self.scheduler_id
 
     def as_dict(self) -> dict[str, int]:

@@ -15,6 +15,7 @@ class Waker:
         self._again = False
 
     def kick(self) -> None:
+        """End the wait now, or make the next `wait` return at once when none is armed."""
         if self._future is not None and not self._future.done():
             self._future.set_result(None)
         else:
@@ -26,6 +27,7 @@ class Waker:
         return again
 
     async def wait(self, seconds: float | None) -> None:
+        """Sleep up to `seconds` (forever for `None`), unless a kick ends it or already arrived."""
         if self.take_again():
             return
         loop = asyncio.get_running_loop()

@@ -28,6 +28,7 @@ from xjobs.run.claimed import RunWiring, announce_buried, run_claimed
 from xjobs.run.settle import Settler
 from xjobs.run.settled import SettledHook
 from xjobs.run.signal import RunSignal
+from xjobs.run.threads import BodyThreads
 
 log = logging.getLogger("xjobs.roles.worker")
 
@@ -72,6 +73,7 @@ class Worker:
             settler=self._settler,
             lease_ms=options.lease_ms,
             heartbeat_ms=options.heartbeat_ms,
+            threads=BodyThreads(options.threads),
         )
         self._state: RoleState = "new"
         self._accepting = False
@@ -98,10 +100,12 @@ class Worker:
 
     @property
     def state(self) -> RoleState:
+        """Where the worker is in its lifecycle: new, running, draining or closed."""
         return self._state
 
     @property
     def running_jobs(self) -> int:
+        """How many claimed jobs are running in this worker right now."""
         return len(self._runs)
 
     async def start(self, *, until_idle: bool = False) -> None:
@@ -270,26 +274,38 @@ class Worker:
                 if self._failing:
                     log.info("jobs.worker.pass-recovered", extra={"worker_id": self.id})
                     self._failing = False
-                if not asks and self._until_idle and not self._runs:
-                    break  # no slot at all (a zero limit is a hard stop): nothing will ever run
-                if not asks:  # every slot is busy: a freed slot kicks the next pass
+                next_delay_ms = self._delay_after_pass(asks, asked, got, settling)
+                if next_delay_ms is None:
+                    break
+                if not asks:
                     await self._keep_presence()
-                    delay_ms = self.options.presence_ttl_ms // 3
-                elif got >= asked:
-                    self._backoff.reset()
-                    delay_ms = 0
-                elif got > 0:
-                    self._backoff.reset()
-                    delay_ms = self._backoff.floor_ms
-                elif self._until_idle and not self._runs:
-                    if len(asks) == self._open_queues and not settling:
-                        break  # every queue was asked, none had work, and nothing was running
-                    delay_ms = 0  # a queue was left out, or a run settled meanwhile: ask again
-                else:
-                    delay_ms = self._backoff.next_ms()
+                delay_ms = next_delay_ms
             if self._accepting and delay_ms > 0:
                 await self._waker.wait(delay_ms / 1000)
         self._finish()
+
+    def _delay_after_pass(
+        self, asks: dict[str, int], asked: int, got: int, settling: int
+    ) -> int | None:
+        """How long the claim loop waits after a pass that took `got` of `asked`; `None` ends the loop.
+
+        The loop ends only with `until_idle`, once nothing is running and no pass can find work.
+        """
+        if not asks:
+            if self._until_idle and not self._runs:
+                return None  # no slot at all (a zero limit is a hard stop): nothing will ever run
+            return self.options.presence_ttl_ms // 3  # every slot is busy: a freed slot kicks
+        if got >= asked:
+            self._backoff.reset()
+            return 0
+        if got > 0:
+            self._backoff.reset()
+            return self._backoff.floor_ms
+        if self._until_idle and not self._runs:
+            if len(asks) == self._open_queues and not settling:
+                return None  # every queue was asked, none had work, and nothing was running
+            return 0  # a queue was left out, or a run settled meanwhile: ask again
+        return self._backoff.next_ms()
 
     async def _keep_presence(self) -> None:
         """A full worker claims nothing: refresh the registry row on its own once a third of its TTL passed."""

@@ -31,9 +31,11 @@ class WorkerOptions:
     poll_floor_ms: int
     drain_timeout_ms: int
     drain_margin_ms: int
+    threads: int
 
     @property
     def slots(self) -> int:
+        """How many jobs the worker may run at once: its queue slots, capped by `max_in_flight`."""
         return min(self.max_in_flight, sum(self.concurrency.values()))
 
 
@@ -47,6 +49,7 @@ class WorkerKwargs(TypedDict, total=False):
     poll_floor: timedelta
     drain_timeout: timedelta
     drain_margin: timedelta
+    threads: int | None
 
 
 def resolve_worker_options(
@@ -55,7 +58,8 @@ def resolve_worker_options(
     """Validate each option under its own name; a bad one is `XJOBS_OPTION_INVALID` naming it.
 
     Defaults: 10 slots per queue, `max_in_flight` the sum of the slots, a 30 s lease renewed
-    every third of it, a 50 ms poll floor, a 30 s drain with a 1 s margin.
+    every third of it, a 50 ms poll floor, a 30 s drain with a 1 s margin, and as many threads
+    for plain `def` bodies as the worker has slots.
     """
     concurrency = knobs.get("concurrency", 10)
     max_in_flight = knobs.get("max_in_flight")
@@ -93,6 +97,10 @@ def resolve_worker_options(
         raise OptionInvalidError(
             f"heartbeat ({heartbeat_ms} ms) must be at most a third of the lease ({lease_ms} ms)"
         )
+    threads = knobs.get("threads")
+    thread_cap = max(min(cap, sum(per_queue.values())), 1)
+    if threads is not None:
+        thread_cap = finite_count("threads", threads, minimum=1, maximum=MAX_CONCURRENCY)
     drain_margin_ms = duration_ms("drain_margin", drain_margin, allow_zero=True)
     drain_timeout_ms = duration_ms("drain_timeout", drain_timeout, allow_zero=True)
     return WorkerOptions(
@@ -106,4 +114,5 @@ def resolve_worker_options(
         drain_timeout_ms=drain_timeout_ms,
         # the margin is kept for settling before the deadline; it never eats more than half of it
         drain_margin_ms=min(drain_margin_ms, drain_timeout_ms // 2),
+        threads=thread_cap,
     )

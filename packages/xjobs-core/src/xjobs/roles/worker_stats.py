@@ -42,9 +42,11 @@ class WorkerStats:
 
     @property
     def role_id(self) -> str:
+        """The id of the worker these counts belong to."""
         return self.worker_id
 
     def count(self, outcome: Outcome) -> None:
+        """Count one settle of the run by its outcome."""
         name = _FIELD_OF[outcome]
         setattr(self, name, getattr(self, name) + 1)
 

@@ -29,6 +29,7 @@ class AckBatcher:
         self._flusher: asyncio.Task[None] | None = None
 
     async def ack(self, claim: Claim) -> bool:
+        """Ack one completed run, batched with the acks waiting beside it; answers if its fence held."""
         if self._batched is None:
             return await self._driver.ack(claim)
         answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()

@@ -16,6 +16,7 @@ from xjobs.run.heartbeat import LeaseKeeper
 from xjobs.run.record import RunRecord
 from xjobs.run.settle import Execution, Settler
 from xjobs.run.signal import RunSignal
+from xjobs.run.threads import BodyThreads
 
 log = logging.getLogger("xjobs.run.claimed")
 
@@ -30,6 +31,7 @@ class RunWiring:
     settler: Settler
     lease_ms: int
     heartbeat_ms: int
+    threads: BodyThreads
 
 
 async def run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) -> Execution:
@@ -73,6 +75,7 @@ async def run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) -> 
             steps=wiring.backend.steps,
             events=wiring.backend.events,
             holds=keeper.holds,
+            threads=wiring.threads,
         )
     finally:
         keeper.stop()

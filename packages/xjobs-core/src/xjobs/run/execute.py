@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 from xjobs.actor import Actor, run_with_context
@@ -10,12 +11,13 @@ from xjobs.clock import Clock
 from xjobs.contract.stores import EventBus, StepStore
 from xjobs.declare.job import JobHandle
 from xjobs.errors import JobCancelledError, LeaseLostError, TimeoutExceededError, XJobsError
-from xjobs.run.context import JobContext
+from xjobs.run.context import JobContext, SyncJobContext
 from xjobs.run.progress import ProgressThrottle
 from xjobs.run.record import RunRecord
 from xjobs.run.settle import Execution, Holds, Settler, flush_quietly
 from xjobs.run.signal import RunSignal
 from xjobs.run.steps import StepApi, StepRun
+from xjobs.run.threads import BodyThreads
 
 
 def _arm_deadline(handle: JobHandle[Any], signal: RunSignal) -> asyncio.TimerHandle | None:
@@ -28,13 +30,22 @@ def _arm_deadline(handle: JobHandle[Any], signal: RunSignal) -> asyncio.TimerHan
 
 
 async def _run_body(
-    handle: JobHandle[Any], ctx: JobContext, value: Any, signal: RunSignal
+    handle: JobHandle[Any],
+    ctx: JobContext | SyncJobContext,
+    value: Any,
+    signal: RunSignal,
+    threads: BodyThreads,
 ) -> BaseException | None:
-    """Run the body under the signal; answers the error it ended with, or `None` on success."""
+    """Run the body under the signal (a plain `def` on a thread); answers the error it ended with,
+    or `None` on success."""
     actor = Actor(org_id=ctx.tenant)
-    body: asyncio.Task[object] = asyncio.ensure_future(
-        run_with_context(actor, lambda: handle.fn(ctx, value))
-    )
+
+    def start() -> Awaitable[object]:
+        if handle.sync:
+            return threads.run(handle.fn, ctx, value)
+        return handle.fn(ctx, value)  # type: ignore[arg-type, return-value]
+
+    body: asyncio.Task[object] = asyncio.ensure_future(run_with_context(actor, start))
     signal.attach(body)
     deadline = _arm_deadline(handle, signal)
     try:
@@ -52,6 +63,23 @@ async def _run_body(
     return body.exception()
 
 
+def _identity(run: RunRecord) -> dict[str, Any]:
+    """What both contexts open with: job id, run id, name, queue, attempts, tenant, attribution."""
+    job = run.job
+    return {
+        "job_id": job.id,
+        "run_id": job.run_id,
+        "name": job.name,
+        "queue": job.queue,
+        "attempt": job.attempt,
+        "max_attempts": job.max_attempts,
+        "final_attempt": job.attempt >= job.max_attempts,
+        "tenant": run.tenant,
+        "enqueued_by": job.enqueued_by,
+        "traceparent": job.traceparent,
+    }
+
+
 async def execute_job(
     run: RunRecord,
     *,
@@ -62,6 +90,7 @@ async def execute_job(
     steps: StepStore | None = None,
     events: EventBus | None = None,
     holds: Holds | None = None,
+    threads: BodyThreads | None = None,
 ) -> Execution:
     """Run one claimed job to its settle; a refusal (the run's own or `refusal`) fails the attempt
     without running the body. Never raises for the job's own failure; `holds` says whether the
@@ -72,7 +101,15 @@ async def execute_job(
     claim = run.claim
     progress = ProgressThrottle(clock, lambda v: settler.record_progress(claim, v))
     error: BaseException | None = refusal or run.refusal
-    if error is None:
+    if error is None and handle.sync:
+        sync_ctx = SyncJobContext(
+            **_identity(run),
+            _progress=progress,
+            _signal=signal,
+            _loop=asyncio.get_running_loop(),
+        )
+        error = await _run_body(handle, sync_ctx, run.value, signal, threads or BodyThreads(1))
+    elif error is None:
         step = StepApi(
             StepRun(claim, job.run_id, job.queue, handle.step_timeout_ms),
             store=steps,
@@ -80,22 +117,8 @@ async def execute_job(
             clock=clock,
             signal=signal,
         )
-        ctx = JobContext(
-            job_id=job.id,
-            run_id=job.run_id,
-            name=job.name,
-            queue=job.queue,
-            attempt=job.attempt,
-            max_attempts=job.max_attempts,
-            final_attempt=job.attempt >= job.max_attempts,
-            tenant=run.tenant,
-            enqueued_by=job.enqueued_by,
-            traceparent=job.traceparent,
-            step=step,
-            _progress=progress,
-            _signal=signal,
-        )
-        error = await _run_body(handle, ctx, run.value, signal)
+        ctx = JobContext(**_identity(run), step=step, _progress=progress, _signal=signal)
+        error = await _run_body(handle, ctx, run.value, signal, threads or BodyThreads(1))
     if not isinstance(error, LeaseLostError | JobCancelledError):
         await flush_quietly(progress.flush, job)
     return await settler.settle(run, error, holds=holds)

@@ -74,6 +74,7 @@ class LeaseKeeper:
         )
 
     def stopped(self) -> bool:
+        """Whether renewing is over: stopped by the run or aborted by its signal."""
         return self._stopped or self._signal.aborted
 
     def holds(self) -> bool:
@@ -87,6 +88,7 @@ class LeaseKeeper:
         )
 
     def start(self) -> None:
+        """Arm the first beat, one interval after the claim."""
         self._arm()
 
     def _arm(self) -> None:

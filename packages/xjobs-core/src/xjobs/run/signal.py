@@ -18,10 +18,12 @@ class RunSignal:
 
     @property
     def reason(self) -> XJobsError | None:
+        """Why the run was aborted (the first reason), or `None` while it is not."""
         return self._reason
 
     @property
     def aborted(self) -> bool:
+        """Whether the run was aborted."""
         return self._reason is not None
 
     def attach(self, task: asyncio.Task[object]) -> None:

@@ -37,9 +37,11 @@ class FirstServer:
 
     @property
     def found(self) -> bool:
+        """Whether a source already answered with a server URL."""
         return self._url is not None
 
     def url(self) -> str:
+        """The URL from the first source that works, or the remembered `ServerUnavailable`."""
         with self.lock:
             if self._url is not None:
                 return self._url

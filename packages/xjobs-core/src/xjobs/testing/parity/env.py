@@ -40,6 +40,7 @@ class ParityEnv:
 
     @property
     def backend(self) -> Backend:
+        """The backend under test, opened fresh when the scenario runs."""
         assert self._backend is not None, "the backend opens when the scenario runs"
         return self._backend
 

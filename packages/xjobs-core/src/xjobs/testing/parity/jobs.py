@@ -48,10 +48,12 @@ class Item(BaseModel):
 
 
 def org_of(value: Item) -> str:
+    """The org a scenario job's input acts for (its `tenant=` function)."""
     return value.org
 
 
 def key_of(value: Item) -> str:
+    """The idempotency key a scenario job's input derives (its `idempotency_key=` function)."""
     return value.key
 
 
@@ -84,6 +86,7 @@ class Overlap:
 
     @contextmanager
     def running(self) -> Iterator[None]:
+        """Count one body running for the duration of the block."""
         self.now += 1
         self.entered += 1
         self.most = max(self.most, self.now)
@@ -101,13 +104,16 @@ class SettledLog:
     actors: list[Actor | None] = field(default_factory=list)
 
     async def __call__(self, event: Settled) -> None:
+        """Record a settled event with the actor in effect when the hook ran."""
         self.events.append(event)
         self.actors.append(current_actor())
 
     def outcomes(self) -> list[str]:
+        """The outcome of each recorded settle, in order."""
         return [event.outcome for event in self.events]
 
     def for_job(self, job_id: str) -> list[Settled]:
+        """The recorded settles of one job, in order."""
         return [event for event in self.events if event.job_id == job_id]
 
 
@@ -149,10 +155,12 @@ class CountingDriver:
         self.heartbeats: list[bool | None] = []  # each beat: landed, missed, or raised (None)
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        """Enqueue through the real driver, counting the round trip and its rows."""
         self.enqueue_calls.append(len(jobs))
         return await self.inner.enqueue(jobs)
 
     async def claim(self, options: ClaimOptions) -> ClaimResult:
+        """Claim through the real driver; with `hold_claims`, answer once `release_claims` is set."""
         result = await self.inner.claim(options)
         if self.hold_claims and result.jobs:
             self.held.append(result)
@@ -160,6 +168,7 @@ class CountingDriver:
         return result
 
     async def ack(self, claim: Claim) -> bool:
+        """Ack through the real driver, or raise while `failing_acks` lasts."""
         if self.failing_acks > 0:
             self.failing_acks -= 1
             self.settles.append("raised")
@@ -168,6 +177,7 @@ class CountingDriver:
         return await self.inner.ack(claim)
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
+        """Nack through the real driver, or raise while `failing_nacks` lasts."""
         if self.failing_nacks > 0:
             self.failing_nacks -= 1
             self.settles.append("raised")
@@ -176,6 +186,7 @@ class CountingDriver:
         return await self.inner.nack(claim, nack)
 
     async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
+        """Renew through the real driver, or raise while `failing_heartbeats` lasts."""
         if self.failing_heartbeats > 0:
             self.failing_heartbeats -= 1
             self.heartbeats.append(None)
@@ -185,15 +196,19 @@ class CountingDriver:
         return held
 
     async def record_progress(self, claim: Claim, progress: float) -> bool:
+        """Record progress through the real driver."""
         return await self.inner.record_progress(claim, progress)
 
     async def cancel(self, job_id: str, reason: str | None = None) -> JobMove:
+        """Cancel through the real driver."""
         return await self.inner.cancel(job_id, reason)
 
     async def requeue(self, job_id: str) -> JobMove:
+        """Requeue through the real driver."""
         return await self.inner.requeue(job_id)
 
     async def get(self, job_id: str) -> JobRecord | None:
+        """Read the job through the real driver."""
         return await self.inner.get(job_id)
 
 

@@ -24,6 +24,7 @@ SCENARIO_TIMEOUT_S = 120
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add `--xjobs-backend`: the installed backend the parity scenarios run against."""
     parser.addoption(
         OPTION,
         action="store",
@@ -33,6 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Declare the parity marker and the `requires(capability)` marker."""
     config.addinivalue_line("markers", f"{MARKER}: an xjobs driver parity scenario")
     config.addinivalue_line(
         "markers", "requires(capability): skip the scenario on a backend that does not declare it"
@@ -69,6 +71,7 @@ async def _run_scenario(
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run a marked async scenario in its own event loop, bounded by the scenario timeout."""
     if pyfuncitem.get_closest_marker(MARKER) is None:
         return None
     func = pyfuncitem.obj
