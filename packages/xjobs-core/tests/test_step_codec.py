@@ -9,15 +9,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from xjobs.codec import decode_result, encode_result, return_annotation
 from xjobs.errors import EventInvalidError, PayloadInvalidError, StepInvalidError, Terminal
 from xjobs.event_match import encode_object, json_equal, matches, validate_event_name
-from xjobs.run.step_codec import (
-    decode_result,
-    encode_error,
-    encode_result,
-    failed,
-    return_annotation,
-)
+from xjobs.run.step_codec import encode_error, failed
 
 
 class Receipt(BaseModel):

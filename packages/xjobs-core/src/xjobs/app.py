@@ -115,6 +115,7 @@ class App:
             self.clock,
             max_payload_bytes=self._max_payload_bytes,
             outbox=outbox.outbox,
+            results=backend.results,
         )
         for handle in self.registry.jobs.values():
             handle.bind(self._facade)

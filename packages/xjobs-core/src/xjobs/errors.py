@@ -217,7 +217,7 @@ class DrainingError(XJobsError):
 
 
 class JobCancelledError(XJobsError):
-    """An operator cancelled the job while it ran."""
+    """An operator cancelled the job (while it ran, or before its result was read)."""
 
     code = "XJOBS_JOB_CANCELLED"
 
@@ -269,6 +269,32 @@ class StepInvalidError(XJobsError):
 
     code = "XJOBS_STEP_INVALID"
     terminal = True
+
+
+class JobFailedError(XJobsError):
+    """The job a result was asked for ended without one: dead-lettered or failed for good.
+
+    `error_class` and `error_message` are those of the last attempt's error.
+    """
+
+    code = "XJOBS_JOB_FAILED"
+
+    def __init__(self, message: str, *, error_class: str = "", error_message: str = "") -> None:
+        super().__init__(message)
+        self.error_class = error_class
+        self.error_message = error_message
+
+
+class ResultTimeoutError(XJobsError, TimeoutError):
+    """No result within the wait's timeout (the job may still complete later)."""
+
+    code = "XJOBS_RESULT_TIMEOUT"
+
+
+class ResultInvalidError(Terminal):
+    """What the body returned cannot be stored as a result: not JSON, or over `result_max_bytes`."""
+
+    code = "XJOBS_RESULT_INVALID"
 
 
 class StepInSyncBodyError(XJobsError):

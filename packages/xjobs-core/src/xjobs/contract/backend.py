@@ -9,6 +9,7 @@ from typing import Final
 from xjobs.clock import Clock
 from xjobs.contract.driver import BatchAck, JobDriver
 from xjobs.contract.introspection import JobIntrospection
+from xjobs.contract.results import ResultStore
 from xjobs.contract.stores import (
     EventBus,
     LeaderElection,
@@ -31,6 +32,7 @@ CAPABILITIES: Final[frozenset[str]] = frozenset(
         "scheduler",
         "leader",
         "introspection",
+        "results",
         "wake",
     }
 )
@@ -89,6 +91,7 @@ class Backend:
     scheduler: SchedulerState | None = None
     leader: LeaderElection | None = None
     introspection: JobIntrospection | None = None
+    results: ResultStore | None = None
     wake: WakeSource | None = None
     on_close: Callable[[], Awaitable[None]] | None = None
     on_install: Callable[[], Awaitable[None]] | None = None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Final, Literal, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from xjobs.errors import ClaimQueuesEmptyError
+from xjobs.errors import AppStateError, ClaimQueuesEmptyError
 
 DRIVER_API_VERSION: Final = 2
 
@@ -64,11 +65,21 @@ class NewJob:
 
 @dataclass(frozen=True, slots=True)
 class EnqueueResult:
-    """What an enqueue answers: the job's id and run id, and whether a live job already held the namespace."""
+    """What an enqueue answers: the job's id and run id, and whether a live job already held the namespace.
+
+    Enqueued through a job's handle, `await result.result()` waits for what the job returned.
+    """
 
     job_id: str
     run_id: str
     deduped: bool
+    _handle: Any = field(default=None, compare=False, repr=False)
+
+    async def result(self, timeout: timedelta | None = None) -> Any:  # noqa: ASYNC109 - the public API
+        """What the job's body returned (`handle.result(job_id, timeout=...)`)."""
+        if self._handle is None:
+            raise AppStateError("this result was not answered by a job handle's enqueue")
+        return await self._handle.result(self.job_id, timeout=timeout)
 
 
 @dataclass(frozen=True, slots=True)

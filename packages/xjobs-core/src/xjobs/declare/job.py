@@ -38,6 +38,9 @@ I = TypeVar("I", bound=BaseModel)  # noqa: E741 - the input model, as in the pub
 MIN_PRIORITY = 0
 MAX_PRIORITY = 9
 
+# What a body returns is stored with its completion, up to this many bytes of JSON (settable per job).
+DEFAULT_MAX_RESULT_BYTES = 1_048_576
+MAX_RESULT_BYTES = 64 * 1_048_576
 Body = Callable[["JobContext", I], Awaitable[object]]
 # A plain `def` body runs on a thread of its own, with a `SyncJobContext` (no durable steps).
 SyncBody = Callable[["SyncJobContext", I], object]
@@ -71,6 +74,10 @@ class Enqueuer(Protocol):
         """Stage one job of `handle` per input in the outbox, in the caller's transaction `conn`."""
         ...
 
+    async def result(self, handle: JobHandle[Any], job_id: str, within: timedelta | None) -> Any:
+        """What a job of `handle` returned, waiting up to `within` for it to settle."""
+        ...
+
 
 class JobHandle(Generic[I]):
     """One declared job. Immutable after declaration, except the name its registration stamps once."""
@@ -88,6 +95,7 @@ class JobHandle(Generic[I]):
         "priority",
         "queue",
         "redact_input",
+        "result_max_bytes",
         "retry",
         "step_timeout_ms",
         "sync",
@@ -112,9 +120,11 @@ class JobHandle(Generic[I]):
         declared_name: str | None,
         redact_input: Callable[[I], object] | None,
         on_settled: Callable[..., Awaitable[None]] | None,
+        result_max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         self.fn = fn
         self.sync = not inspect.iscoroutinefunction(fn)
+        self.result_max_bytes = result_max_bytes
         self.input_model = input_model
         self.tenant = tenant
         self.idempotency_key = idempotency_key
@@ -188,6 +198,15 @@ class JobHandle(Generic[I]):
         options = EnqueueOptions(delay=delay, run_at=run_at, priority=priority)
         (result,) = await self._require_enqueuer().enqueue_inputs(self, [input], options)
         return result
+
+    async def result(self, job_id: str, *, timeout: timedelta | None = None) -> Any:  # noqa: ASYNC109 - the public API
+        """What job `job_id`'s body returned, waiting up to `timeout` (default 30 s) for it to settle.
+
+        The value is decoded through the body's return annotation (a pydantic model again). A job
+        that died raises `JobFailedError`, a cancelled one `JobCancelledError`, no answer in
+        time `ResultTimeoutError` (a `TimeoutError`), an unknown id `JobNotFoundError`.
+        """
+        return await self._require_enqueuer().result(self, job_id, timeout)
 
     async def enqueue_many(
         self,
@@ -376,6 +395,9 @@ def _build(fn: Callable[..., object], options: dict[str, Any]) -> JobHandle[Any]
         declared_name=declared_name,
         redact_input=options["redact_input"],
         on_settled=options["on_settled"],
+        result_max_bytes=finite_count(
+            "result_max_bytes", options["result_max_bytes"], minimum=1, maximum=MAX_RESULT_BYTES
+        ),
     )
 
 
@@ -396,6 +418,7 @@ def job(
     input_model: type[I] | None = ...,
     redact_input: Callable[[I], object] | None = ...,
     on_settled: Callable[..., Awaitable[None]] | None = ...,
+    result_max_bytes: int = ...,
 ) -> JobHandle[I]: ...
 
 
@@ -416,6 +439,7 @@ def job(
     input_model: type[BaseModel] | None = ...,
     redact_input: Callable[[Any], object] | None = ...,
     on_settled: Callable[..., Awaitable[None]] | None = ...,
+    result_max_bytes: int = ...,
 ) -> Callable[[Body[Any] | SyncBody[Any]], JobHandle[Any]]: ...
 
 
@@ -435,6 +459,7 @@ def job(
     input_model: type[BaseModel] | None = None,
     redact_input: Callable[[Any], object] | None = None,
     on_settled: Callable[..., Awaitable[None]] | None = None,
+    result_max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> JobHandle[Any] | Callable[[Body[Any] | SyncBody[Any]], JobHandle[Any]]:
     """Declare a job: `@job(tenant=..., idempotency_key=...)` over `async def body(ctx, input: Model)`
     (durable steps, the event loop) or a plain `def body(ctx, input: Model)` (run on a thread).
@@ -455,6 +480,7 @@ def job(
         "input_model": input_model,
         "redact_input": redact_input,
         "on_settled": on_settled,
+        "result_max_bytes": result_max_bytes,
     }
     if fn is not None:
         return _build(fn, options)

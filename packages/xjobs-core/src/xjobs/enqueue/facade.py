@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from xjobs.actor import current_actor, traceparent_for_enqueue
 from xjobs.clock import Clock
 from xjobs.contract.driver import EnqueueResult, JobDriver, NewJob
+from xjobs.contract.results import ResultStore
 from xjobs.contract.stores import OutboxStore
 from xjobs.declare.job import MAX_PRIORITY, MIN_PRIORITY, EnqueueOptions, JobHandle
+from xjobs.enqueue.result_wait import wait_for_result
 from xjobs.errors import CapabilityMissingError, OptionInvalidError
 from xjobs.ids import new_id
 from xjobs.options import duration_ms, finite_count
@@ -39,7 +42,9 @@ class JobsFacade:
         *,
         max_payload_bytes: int,
         outbox: OutboxStore | None = None,
+        results: ResultStore | None = None,
     ) -> None:
+        self._results = results
         self._driver = driver
         self._clock = clock
         self._max_payload_bytes = max_payload_bytes
@@ -92,7 +97,15 @@ class JobsFacade:
         rows = self.build(handle, inputs, options)
         if not rows:
             return []
-        return await self._driver.enqueue(rows)
+        return [replace(r, _handle=handle) for r in await self._driver.enqueue(rows)]
+
+    async def result(self, handle: JobHandle[Any], job_id: str, within: timedelta | None) -> Any:
+        """What a job of `handle` returned, waiting for it to settle (see `wait_for_result`)."""
+        if self._results is None:
+            raise CapabilityMissingError(
+                "this backend stores no job results (it does not declare the results capability)"
+            )
+        return await wait_for_result(self._results, handle.fn, job_id, within)
 
     def stage_inputs(
         self,

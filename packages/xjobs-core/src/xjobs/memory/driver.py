@@ -45,6 +45,7 @@ class MemoryJobDriver:
     def __init__(self, clock: Clock, workers: MemoryWorkerRegistry, wake: WakeSource) -> None:
         self.ledger = MemoryLedger()
         self._on_remove: list[Callable[[str], None]] = []
+        self._on_settle: list[Callable[[str], None]] = []
         self._clock = clock
         self._workers = workers
         self._wake = wake
@@ -73,8 +74,11 @@ class MemoryJobDriver:
             queue.running.discard(row.id)
         if row.state in LIVE_STATES:
             self._live[row.namespace] = row.id
-        elif self._live.get(row.namespace) == row.id:
-            del self._live[row.namespace]
+        else:
+            if self._live.get(row.namespace) == row.id:
+                del self._live[row.namespace]
+            for listener in self._on_settle:
+                listener(row.id)
         if row.state in ("ready", "waiting"):
             if row.run_at_ms <= now and row.state == "ready":
                 heapq.heappush(queue.due, (row.priority, row.run_at_ms, row.id, version))
@@ -223,6 +227,10 @@ class MemoryJobDriver:
             heapq.heappush(queue.due, (row.priority, row.run_at_ms, row.id, version))
 
     async def ack(self, claim: Claim) -> bool:
+        return self.complete(claim, None)
+
+    def complete(self, claim: Claim, result: str | None) -> bool:
+        """Settle `completed`, storing the body's result with it (fenced like every settle)."""
         row = self._fenced(claim)
         if row is None:
             return False
@@ -230,9 +238,18 @@ class MemoryJobDriver:
         row.state = "completed"
         row.finished_at_ms = now
         row.lease_until_ms = None
+        row.result = result
         self._touch(row, now)
         self.ledger.count(row.name, "completed", now)
         return True
+
+    def row(self, job_id: str) -> JobRow | None:
+        """One row as it is now (the result store reads it)."""
+        return self._rows.get(job_id)
+
+    def on_settle(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(job_id)` whenever a job reaches a finished state."""
+        self._on_settle.append(listener)
 
     async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:
         return [await self.ack(claim) for claim in claims]
@@ -308,6 +325,7 @@ class MemoryJobDriver:
         row.finished_at_ms = None
         row.last_error = None
         row.progress = None
+        row.result = None
         self._touch(row, now)
 
     async def requeue(self, job_id: str) -> JobMove:

@@ -15,6 +15,7 @@ from xjobs.memory.driver import MemoryJobDriver
 from xjobs.memory.events import MemoryEventBus
 from xjobs.memory.introspection import MemoryIntrospection
 from xjobs.memory.outbox import MemoryOutboxStore
+from xjobs.memory.results import MemoryResults
 from xjobs.memory.scheduler import MemoryLeader, MemorySchedulerState
 from xjobs.memory.slots import MemorySlotStore
 from xjobs.memory.steps import MemoryStepStore
@@ -41,6 +42,7 @@ def _fresh(url: str, clock: Clock) -> Backend:
         scheduler=MemorySchedulerState(clock, jobs),
         leader=MemoryLeader(clock),
         introspection=MemoryIntrospection(clock, jobs),
+        results=MemoryResults(jobs),
         wake=wake,
         features=frozenset({"ack_many"}),
     )

@@ -35,6 +35,7 @@ class JobRow:
     finished_at_ms: int | None = None
     last_error: str | None = None
     progress: float | None = None
+    result: str | None = None
 
     @classmethod
     def from_new(cls, job: NewJob, now_ms: int) -> JobRow:

@@ -65,6 +65,7 @@ class Worker:
             hooks=hooks,
             ack=AckBatcher(backend).ack,
             events=backend.events,
+            results=backend.results,
         )
         self._wiring = RunWiring(
             backend=backend,

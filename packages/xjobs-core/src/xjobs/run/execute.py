@@ -35,9 +35,9 @@ async def _run_body(
     value: Any,
     signal: RunSignal,
     threads: BodyThreads,
-) -> BaseException | None:
-    """Run the body under the signal (a plain `def` on a thread); answers the error it ended with,
-    or `None` on success."""
+) -> tuple[BaseException | None, object]:
+    """Run the body under the signal (a plain `def` on a thread); answers the error it ended with
+    (`None` on success) and what it returned."""
     actor = Actor(org_id=ctx.tenant)
 
     def start() -> Awaitable[object]:
@@ -57,10 +57,11 @@ async def _run_body(
         if deadline is not None:
             deadline.cancel()
     if signal.reason is not None:
-        return signal.reason
+        return signal.reason, None
     if body.cancelled():
-        return asyncio.CancelledError("the job body was cancelled")
-    return body.exception()
+        return asyncio.CancelledError("the job body was cancelled"), None
+    error = body.exception()
+    return error, None if error is not None else body.result()
 
 
 def _identity(run: RunRecord) -> dict[str, Any]:
@@ -101,6 +102,7 @@ async def execute_job(
     claim = run.claim
     progress = ProgressThrottle(clock, lambda v: settler.record_progress(claim, v))
     error: BaseException | None = refusal or run.refusal
+    returned: object = None
     if error is None and handle.sync:
         sync_ctx = SyncJobContext(
             **_identity(run),
@@ -108,7 +110,9 @@ async def execute_job(
             _signal=signal,
             _loop=asyncio.get_running_loop(),
         )
-        error = await _run_body(handle, sync_ctx, run.value, signal, threads or BodyThreads(1))
+        error, returned = await _run_body(
+            handle, sync_ctx, run.value, signal, threads or BodyThreads(1)
+        )
     elif error is None:
         step = StepApi(
             StepRun(claim, job.run_id, job.queue, handle.step_timeout_ms),
@@ -118,7 +122,7 @@ async def execute_job(
             signal=signal,
         )
         ctx = JobContext(**_identity(run), step=step, _progress=progress, _signal=signal)
-        error = await _run_body(handle, ctx, run.value, signal, threads or BodyThreads(1))
+        error, returned = await _run_body(handle, ctx, run.value, signal, threads or BodyThreads(1))
     if not isinstance(error, LeaseLostError | JobCancelledError):
         await flush_quietly(progress.flush, job)
-    return await settler.settle(run, error, holds=holds)
+    return await settler.settle(run, error, holds=holds, returned=returned)

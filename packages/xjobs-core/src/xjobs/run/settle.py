@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xjobs.clock import Clock
+from xjobs.codec import encode_result
 from xjobs.contract.driver import (
     LAPSED_ON_FINAL_ATTEMPT,
     WAIT_FOREVER_MS,
@@ -24,15 +25,18 @@ from xjobs.contract.driver import (
     Nack,
     Outcome,
 )
+from xjobs.contract.results import ResultStore
 from xjobs.contract.stores import EventBus
-from xjobs.declare.job import JobHandle
+from xjobs.declare.job import DEFAULT_MAX_RESULT_BYTES, JobHandle
 from xjobs.declare.retry import is_terminal_error
 from xjobs.errors import (
     DrainingError,
     JobCancelledError,
     JobNotRegisteredError,
     LeaseLostError,
+    ResultInvalidError,
     SlotLostError,
+    StepInvalidError,
 )
 from xjobs.run.record import RunRecord
 from xjobs.run.settled import Settled, SettledHook, announce_settled
@@ -138,7 +142,9 @@ class Settler:
         hooks: tuple[SettledHook, ...] = (),
         ack: Callable[[Claim], Awaitable[bool]] | None = None,
         events: EventBus | None = None,
+        results: ResultStore | None = None,
     ) -> None:
+        self._results = results
         self._driver = driver
         self._clock = clock
         self._hooks = hooks
@@ -156,7 +162,12 @@ class Settler:
         return self._hooks
 
     async def settle(
-        self, run: RunRecord, error: BaseException | None, *, holds: Holds | None = None
+        self,
+        run: RunRecord,
+        error: BaseException | None,
+        *,
+        holds: Holds | None = None,
+        returned: object = None,
     ) -> Execution:
         """End a run the body (or its refusal) ended: completed, parked, lost, or the retry decision.
 
@@ -164,7 +175,12 @@ class Settler:
         still held (the heartbeat keeps it); the fence makes a repeated settle safe.
         """
         if error is None:
-            return await self._land(run, None, holds=holds)
+            try:
+                result = self._encode(run, returned)
+            except ResultInvalidError as refused:
+                error = refused
+            else:
+                return await self._land(run, None, holds=holds, result=result)
         if isinstance(error, StepSuspension):
             return await self.park(run, error, holds=holds)
         if isinstance(error, LeaseLostError | JobCancelledError):
@@ -173,6 +189,19 @@ class Settler:
             return Execution(outcome, landed=False, error=describe_error(error))
         nack = deciding(run.job, run.handle, error, self._clock.now_ms())
         return await self._land(run, nack, holds=holds)
+
+    def _encode(self, run: RunRecord, returned: object) -> str | None:
+        """What the body returned, as the JSON stored with its completion (`None` stores nothing)."""
+        if returned is None or self._results is None:
+            return None
+        limit = DEFAULT_MAX_RESULT_BYTES if run.handle is None else run.handle.result_max_bytes
+        try:
+            text = encode_result(returned, step="result", max_bytes=limit)
+        except StepInvalidError as exc:
+            raise ResultInvalidError(
+                f"job {run.job.name!r} returned a value that cannot be stored: {exc.message}"
+            ) from exc
+        return text
 
     async def park(
         self, run: RunRecord, suspension: StepSuspension, *, holds: Holds | None = None
@@ -251,12 +280,18 @@ class Settler:
         *,
         announce: bool = True,
         holds: Holds | None = None,
+        result: str | None = None,
     ) -> Execution:
-        """Store the ending (`None`: completed); a missed fence is logged once and announces nothing."""
+        """Store the ending (`None`: completed, with its `result` when the body returned one); a
+        missed fence is logged once and announces nothing."""
         job = run.job
-        if nack is None:
-            landed = await _stored(lambda: self._ack(job.claim), job, holds)
+        if nack is None and result is not None and self._results is not None:
+            results, text = self._results, result
+            landed = await _stored(lambda: results.complete(job.claim, text), job, holds)
             outcome: Outcome = "completed"
+        elif nack is None:
+            landed = await _stored(lambda: self._ack(job.claim), job, holds)
+            outcome = "completed"
         else:
             driver, held = self._driver, nack
             landed = await _stored(lambda: driver.nack(job.claim, held), job, holds)

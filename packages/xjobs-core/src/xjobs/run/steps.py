@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar, overload
 
 from xjobs.clock import Clock
+from xjobs.codec import decode_result, encode_result, return_annotation
 from xjobs.contract.driver import WAIT_FOREVER_MS, Claim
 from xjobs.contract.stores import EventBus, EventWait, StepRecord, StepStatus, StepStore
 from xjobs.errors import (
@@ -25,13 +26,7 @@ from xjobs.errors import (
 from xjobs.event_match import encode_object, validate_event_name
 from xjobs.options import duration_ms
 from xjobs.run.signal import RunSignal
-from xjobs.run.step_codec import (
-    decode_result,
-    encode_error,
-    encode_result,
-    failed,
-    return_annotation,
-)
+from xjobs.run.step_codec import encode_error, failed
 
 T = TypeVar("T")
 
