@@ -18,12 +18,16 @@ import pytest
 from xjobs_cli.install_cli import redacted
 from xjobs_cli.main import main
 
+# Tables the install must create (the driver's own tests pin its whole schema; it grows).
 TABLES = [
+    "attempt_errors",
+    "counters",
     "event_waits",
     "events",
     "jobs",
     "leaders",
     "outbox",
+    "pauses",
     "schema_version",
     "slots",
     "steps",
@@ -89,7 +93,7 @@ def test_install_creates_the_tables_in_the_named_schema(
     out = capsys.readouterr().out
     assert code == 0
     assert out.splitlines() == [f"postgres: installed schema {target.schema} at {target.url}"]
-    assert asyncio.run(_tables(target.url, target.schema)) == TABLES
+    assert set(TABLES) <= set(asyncio.run(_tables(target.url, target.schema)))
 
 
 def test_install_twice_is_fine(target: Target, capsys: pytest.CaptureFixture[str]) -> None:
@@ -98,7 +102,7 @@ def test_install_twice_is_fine(target: Target, capsys: pytest.CaptureFixture[str
 
     assert (first, second) == (0, 0)
     assert len(capsys.readouterr().out.splitlines()) == 2
-    assert asyncio.run(_tables(target.url, target.schema)) == TABLES
+    assert set(TABLES) <= set(asyncio.run(_tables(target.url, target.schema)))
 
 
 def test_install_reads_the_schema_from_the_url_query(
@@ -110,7 +114,7 @@ def test_install_reads_the_schema_from_the_url_query(
 
     assert code == 0
     assert capsys.readouterr().out.splitlines() == [f"postgres: installed {url}"]
-    assert asyncio.run(_tables(target.url, target.schema)) == TABLES
+    assert set(TABLES) <= set(asyncio.run(_tables(target.url, target.schema)))
 
 
 def test_install_on_memory_succeeds_with_nothing_to_install(
@@ -143,7 +147,7 @@ def test_install_into_an_invalid_schema_name_exits_2_with_its_code(
     assert err.startswith("error: XJOBS_SCHEMA_INVALID: ")
 
 
-def test_install_against_an_unreachable_server_exits_2_with_its_code(
+def test_install_against_an_unreachable_server_exits_1_with_its_code(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     pytest.importorskip("xjobs_pg")
@@ -154,7 +158,7 @@ def test_install_against_an_unreachable_server_exits_2_with_its_code(
     code = main(["install", "--url", f"postgresql://postgres@127.0.0.1:{port}/postgres"])
 
     err = capsys.readouterr().err
-    assert code == 2
+    assert code == 1  # the backend failed, not the input: retrying later may succeed
     assert err.startswith("error: XJOBS_BACKEND_UNAVAILABLE: ")
     assert "Traceback" not in err
 

@@ -1,9 +1,10 @@
-"""argparse value types shared by the verbs: seconds and comma-separated queue lists."""
+"""argparse value types shared by the verbs (seconds, durations, queue and state lists) and the job filter flags."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import re
 
 
 def seconds(text: str) -> float:
@@ -20,3 +21,33 @@ def seconds(text: str) -> float:
 def queue_list(text: str) -> list[str]:
     """`a,b` as a list of queue names (each one is validated by the worker)."""
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def states(text: str) -> list[str]:
+    """`dead,failed` as a list of states (each one is checked by the job filter)."""
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+_DURATION = re.compile(r"(\d+)([smhdw])")
+_UNIT_MS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+
+
+def duration_ms(text: str) -> int:
+    """`90s`, `15m`, `1h`, `7d`, `2w`, or a sum of them (`1h30m`), as a positive number of ms."""
+    compact = text.strip().lower()
+    parts = _DURATION.findall(compact)
+    if not parts or "".join(n + u for n, u in parts) != compact:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration; write e.g. 90s, 15m, 1h, 7d or 1h30m"
+        )
+    total = sum(int(n) * _UNIT_MS[u] for n, u in parts)
+    if total <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is empty; a duration must be positive")
+    return total
+
+
+def add_job_filters(parser: argparse.ArgumentParser) -> None:
+    """`--queue`, `--name` and `--tenant`, each narrowing which jobs a verb reads or moves."""
+    parser.add_argument("--queue", default=None, metavar="Q", help="only jobs of this queue")
+    parser.add_argument("--name", default=None, metavar="N", help="only jobs of this job name")
+    parser.add_argument("--tenant", default=None, metavar="T", help="only jobs of this tenant")

@@ -27,6 +27,7 @@ def backend_rows() -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the installed drivers as a table or JSON; exit 0."""
     rows = backend_rows()
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
+    """The `xjobs backends` subparser."""
     parser = commands.add_parser(
         "backends",
         help="list the installed backend drivers",

@@ -29,33 +29,45 @@ FAST_RETRY = xjobs.Retry(
 
 
 class Email(BaseModel):
+    """A welcome email to send."""
+
     org_id: str
     to: str
 
 
 class Image(BaseModel):
+    """An image to resize."""
+
     org_id: str
     image_id: str
     width: int
 
 
 class InventorySync(BaseModel):
+    """One SKU to sync with the warehouse."""
+
     org_id: str
     sku: str
 
 
 class Charge(BaseModel):
+    """An invoice to charge."""
+
     org_id: str
     invoice_id: str
     cents: int
 
 
 class PartnerCall(BaseModel):
+    """A call to a flaky partner API."""
+
     org_id: str
     request_id: str
 
 
 class CatalogImport(BaseModel):
+    """A catalog to import, page by page."""
+
     org_id: str
     catalog: str
     pages: int
@@ -125,6 +137,7 @@ class DemoKind:
 
     @property
     def name(self) -> str:
+        """The job name of this kind."""
         return self.handle.name
 
 

@@ -29,6 +29,7 @@ class KindOutcome:
     records: tuple[xjobs.JobRecord, ...]
 
     def count(self, state: str) -> int:
+        """How many of this kind's jobs ended in `state`."""
         return sum(1 for r in self.records if r.state == state)
 
     @property
@@ -38,6 +39,7 @@ class KindOutcome:
 
     @property
     def as_expected(self) -> bool:
+        """Whether every job of this kind ended as the kind says it must."""
         return all(
             r.state == self.kind.expected_state and r.attempt - 1 == self.kind.expected_retries
             for r in self.records
@@ -56,6 +58,7 @@ class DemoResult:
 
     @property
     def ok(self) -> bool:
+        """Whether the batch finished in time and every kind ended as expected."""
         return not self.timed_out and all(o.as_expected for o in self.outcomes)
 
 
@@ -137,6 +140,7 @@ def summary(result: DemoResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the demo and print its summary; exit 0 when every job ended as expected."""
     result = asyncio.run(run_demo(sys.stdout, timeout_s=args.timeout))
     print(summary(result))
     return 0 if result.ok else 1
@@ -145,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
+    """The `xjobs demo` subparser."""
     parser = commands.add_parser(
         "demo",
         help="run a sample batch of jobs on the in-process memory backend",

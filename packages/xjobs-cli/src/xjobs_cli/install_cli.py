@@ -40,6 +40,7 @@ async def install(url: str, schema: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Install the backend at `--url` and print what was done; exit 0."""
     print(asyncio.run(install(args.url, args.schema)))
     return 0
 
@@ -47,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
+    """The `xjobs install` subparser."""
     parser = commands.add_parser(
         "install",
         help="create or upgrade a backend's tables",

@@ -38,6 +38,7 @@ class LiveStatus:
         self._printed = ""
 
     def show(self, text: str, elapsed_s: float) -> None:
+        """Show the status `text`: redrawn in place on a TTY, a periodic line otherwise."""
         if self._tty:
             self._out.write("\r" + text.ljust(self._width))
             self._width = max(self._width, len(text))

@@ -16,7 +16,8 @@ _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", 
 class ExtraFieldsFormatter(logging.Formatter):
     """The usual line, then ` key=value` for each field the call passed in `extra=`."""
 
-    def formatMessage(self, record: logging.LogRecord) -> str:
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        """The record's usual line with its extra fields appended."""
         line = super().formatMessage(record)
         extras = [f"{key}={value}" for key, value in vars(record).items() if key not in _STANDARD]
         return f"{line} {' '.join(extras)}" if extras else line

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 
-def render(headers: Sequence[str], rows: Sequence[Sequence[object]], *, indent: str = "") -> str:
-    """The table as lines of text; a cell that is an int is right-aligned."""
+def render(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    indent: str = "",
+    right: Collection[int] = (),
+) -> str:
+    """The table as lines of text; a column of ints, or one whose index is in `right`, is right-aligned."""
     cells = [[str(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
     numeric = [
-        all(isinstance(row[i], int) for row in rows if i < len(row)) and bool(rows)
+        i in right or (all(isinstance(row[i], int) for row in rows if i < len(row)) and bool(rows))
         for i in range(len(headers))
     ]
 

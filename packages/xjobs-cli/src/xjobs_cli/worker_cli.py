@@ -29,6 +29,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cap on running jobs across all queues (default: the sum of the slots)",
     )
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="how many plain `def` job bodies may run at once, each on a thread (default: the slots)",
+    )
+    parser.add_argument(
         "--lease",
         type=seconds,
         default=None,
@@ -47,6 +54,8 @@ def _options(args: argparse.Namespace) -> Options:
         options["max_in_flight"] = args.max_in_flight
     if args.lease is not None:
         options["lease"] = timedelta(seconds=args.lease)
+    if args.threads is not None:
+        options["threads"] = args.threads
     return options
 
 

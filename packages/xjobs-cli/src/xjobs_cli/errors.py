@@ -1,0 +1,23 @@
+"""The command line's own refusals, each with a stable code (the core's `XJobsError` base)."""
+
+from __future__ import annotations
+
+from xjobs import XJobsError
+
+
+class UsageError(XJobsError):
+    """The command line is malformed: a missing operand, an unknown flag, a value of the wrong kind."""
+
+    code = "XJOBS_USAGE"
+
+
+class TargetInvalidError(XJobsError):
+    """The command names no app and no URL, both, or a URL where it needs the app's declarations."""
+
+    code = "XJOBS_TARGET_INVALID"
+
+
+class UnexpectedError(XJobsError):
+    """An error xjobs did not anticipate (a bug, or an engine error no driver translated)."""
+
+    code = "XJOBS_UNEXPECTED"

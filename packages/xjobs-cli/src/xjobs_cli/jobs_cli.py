@@ -1,0 +1,230 @@
+"""`xjobs jobs list|show` and the `jobs` verb's sub-verbs (moves in `moves_cli`, pauses in `pause_cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from xjobs import App, JobRecord
+from xjobs.operate.filters import job_filter
+from xjobs_cli import moves_cli, pause_cli, shapes
+from xjobs_cli.argtypes import add_job_filters, states
+from xjobs_cli.output import EXIT_OK, Body, emit
+from xjobs_cli.table import render
+from xjobs_cli.target import Subparsers, Target, add_operator_parser, opened, resolve
+from xjobs_cli.timefmt import age, iso
+
+ERROR_CHARS = 60
+
+# What `redaction` in `jobs.show` says about the `input` beside it.
+REDACTION_NOTES = {
+    "applied": "shown through the job's redact_input",
+    "none": "as stored: the job declares no redact_input",
+    "unknown-job": "as stored: the app declares no job of this name, so no redact_input can apply",
+    "unavailable": "as stored: --url opens the backend without job declarations, so redaction cannot apply",
+}
+
+
+# -- list -------------------------------------------------------------------------------------------
+
+
+async def _list_page(target: Target, args: argparse.Namespace) -> Body:
+    where = job_filter(
+        states=args.state or (), queue=args.queue, name=args.name, tenant=args.tenant
+    )
+    async with opened(target) as app:
+        page = await app.operator.list_jobs(where, limit=args.limit, after=args.after)
+        now = app.clock.now_ms()
+    return {
+        "where": shapes.where(where),
+        "limit": args.limit,
+        "after": args.after,
+        "now_ms": now,
+        "jobs": [shapes.job_summary(j) for j in page.jobs],
+        "cursor": page.cursor,
+    }
+
+
+def _first_line(text: str | None, width: int = ERROR_CHARS) -> str:
+    if not text:
+        return ""
+    line = text.split("\n", 1)[0]
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _list_text(body: Body) -> str:
+    now = body["now_ms"]
+    jobs = body["jobs"]
+    if not jobs:
+        lines = ["no job matches"]
+    else:
+        rows = [
+            [
+                j["id"],
+                j["name"],
+                j["queue"],
+                j["state"],
+                f"{j['attempt']}/{j['max_attempts']}",
+                age(j["created_at_ms"], now),
+                age(j["run_at_ms"], now) if j["state"] == "ready" else "",
+                _first_line(j["last_error"]),
+            ]
+            for j in jobs
+        ]
+        headers = ["id", "name", "queue", "state", "attempt", "created", "due", "last error"]
+        lines = [render(headers, rows)]
+    if body["cursor"] is not None:
+        lines.append(f"next page: --after {body['cursor']}")
+    return "\n".join(lines)
+
+
+def _run_list(args: argparse.Namespace) -> int:
+    target = resolve(args)
+    target.none()
+    emit(args.json, "jobs.list", asyncio.run(_list_page(target, args)), _list_text)
+    return EXIT_OK
+
+
+# -- show -------------------------------------------------------------------------------------------
+
+
+def _redaction(target: Target, app: App, record: JobRecord) -> str:
+    if not target.declared:
+        return "unavailable"
+    handle = app.jobs.get(record.name)
+    if handle is None:
+        return "unknown-job"
+    return "none" if handle.redact_input is None else "applied"
+
+
+async def _show_job(target: Target, job_id: str) -> Body:
+    async with opened(target) as app:
+        detail = await app.operator.get_job(job_id)
+        now = app.clock.now_ms()
+        redaction = _redaction(target, app, detail.record)
+    return {
+        "now_ms": now,
+        "job": shapes.job_record(detail.record),
+        "input": detail.input,
+        "redaction": redaction,
+        "steps": [shapes.step(s) for s in detail.steps],
+        "errors": [shapes.attempt_error(e) for e in detail.errors],
+    }
+
+
+def _indented(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def _when(ms: int | None, now: int) -> str:
+    return "-" if ms is None else f"{iso(ms)} ({age(ms, now)})"
+
+
+def _show_text(body: Body) -> str:
+    now = body["now_ms"]
+    j: dict[str, Any] = body["job"]
+    fields = [
+        ("queue", j["queue"]),
+        ("tenant", j["tenant"] or "-"),
+        ("attempt", f"{j['attempt']} of {j['max_attempts']} (claims: {j['claims']})"),
+        ("created", _when(j["created_at_ms"], now)),
+        ("due", _when(j["run_at_ms"], now)),
+        ("updated", _when(j["updated_at_ms"], now)),
+        ("finished", _when(j["finished_at_ms"], now)),
+        ("claimed by", j["claimed_by"] or "-"),
+        ("lease until", _when(j["lease_until_ms"], now)),
+        ("progress", "-" if j["progress"] is None else f"{j['progress']:.0%}"),
+        ("priority", str(j["priority"])),
+        ("idempotency", j["idempotency_key"]),
+        ("run id", j["run_id"]),
+        ("enqueued by", j["enqueued_by"] or "-"),
+        ("traceparent", j["traceparent"] or "-"),
+        ("last error", _first_line(j["last_error"], 200) or "-"),
+    ]
+    width = max(len(label) for label, _ in fields)
+    lines = [f"job {j['id']}  {j['name']}  [{j['state']}]"]
+    lines += [f"  {label.ljust(width)}  {value}" for label, value in fields]
+    lines.append(f"input ({REDACTION_NOTES[body['redaction']]}):")
+    lines.append(_indented(json.dumps(body["input"], indent=2)))
+    steps = body["steps"]
+    lines.append(f"steps ({len(steps)}):")
+    if steps:
+        rows = [
+            [
+                s["position"],
+                s["name"],
+                s["status"],
+                age(s["created_at_ms"], now),
+                _first_line(s["error"] or json.dumps(s["result"])),
+            ]
+            for s in steps
+        ]
+        lines.append(render(["#", "name", "status", "at", "result / error"], rows, indent="  "))
+    errors = body["errors"]
+    lines.append(f"errors ({len(errors)}, oldest first):")
+    for e in errors:
+        head = f"{e['error_class']}: {e['message']}" if e["message"] else e["error_class"]
+        worker = f" on worker {e['worker_id']}" if e["worker_id"] else ""
+        lines.append(f"  attempt {e['attempt']} at {iso(e['at_ms'])}{worker}: {head}")
+        if e["traceback"]:
+            lines.append(_indented(e["traceback"].rstrip("\n"), "      "))
+    return "\n".join(lines)
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    target = resolve(args)
+    emit(args.json, "jobs.show", asyncio.run(_show_job(target, target.one("job ID"))), _show_text)
+    return EXIT_OK
+
+
+# -- the verb ---------------------------------------------------------------------------------------
+
+
+def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
+    """The `xjobs jobs` subparser and its sub-verbs."""
+    parser = commands.add_parser(
+        "jobs",
+        help="list, show and steer jobs",
+        description="List and show jobs; cancel, retry, promote or remove them by id or by "
+        "filter; pause and resume a job name.",
+    )
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    listing = add_operator_parser(
+        verbs,
+        "list",
+        help="one page of jobs, newest first",
+        description="One page of jobs, newest first; the page's cursor, passed as --after, "
+        "gives the next.",
+        run=_run_list,
+    )
+    listing.add_argument(
+        "--state",
+        type=states,
+        default=None,
+        metavar="S,S",
+        help="only jobs in these states (ready, running, waiting, completed, failed, dead, cancelled)",
+    )
+    add_job_filters(listing)
+    listing.add_argument(
+        "--limit", type=int, default=50, metavar="N", help="jobs per page, 1 to 500 (default 50)"
+    )
+    listing.add_argument(
+        "--after", default=None, metavar="CURSOR", help="the cursor the previous page printed"
+    )
+
+    add_operator_parser(
+        verbs,
+        "show",
+        help="one job: record, input, steps and errors",
+        description="One job: its record, its input (through the job's redact_input when the app "
+        "declares one), its steps and each attempt's error.",
+        operands="ID",
+        run=_run_show,
+    )
+    for verb in moves_cli.VERBS:
+        moves_cli.add_parser(verbs, verb)
+    pause_cli.add_parsers(verbs, "job")
+    return parser
