@@ -31,7 +31,7 @@ from xjobs.roles.scheduler import Scheduler
 from xjobs.roles.scheduler_stats import SchedulerStats
 from xjobs.roles.worker import Worker
 from xjobs.roles.worker_stats import WorkerStats
-from xjobs.run.context import JobContext
+from xjobs.run.context import JobContext, SyncJobContext
 from xjobs.run.settled import Settled
 from xjobs.run.steps import StepApi, StepSuspension
 
@@ -70,6 +70,7 @@ __all__ = [
     "StepFailedError",
     "StepRecord",
     "StepSuspension",
+    "SyncJobContext",
     "SystemClock",
     "TaskFire",
     "TaskHandle",

@@ -8,9 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from xjobs import Retry, job
+from xjobs import Retry, SyncJobContext, job
 from xjobs.actor import current_actor
-from xjobs.run.context import SyncJobContext
 from xjobs.testing.parity.env import ParityEnv
 from xjobs.testing.parity.jobs import LEASE, NOW_RETRY, QUEUE, Item, key_of, org_of, within
 
