@@ -15,6 +15,8 @@ PACKAGES = sorted(p for p in (ROOT / "packages").iterdir() if (p / "pyproject.to
 
 
 def _modules(package: Path) -> list[str]:
+    if not (package / "src").exists():  # a distribution of dependencies only (xjobs-kit)
+        return []
     (src,) = [p for p in (package / "src").iterdir() if p.is_dir()]
     found = []
     for path in sorted(src.rglob("*.py")):
