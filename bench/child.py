@@ -38,10 +38,22 @@ async def idle_cost(contender: Any, counter: Any, warm_s: float, window_s: float
     return {"per_minute": (after - before) * 60.0 / window_s}
 
 
+async def _nothing() -> None:
+    """What a fill on memory or Redis leaves to settle: nothing (Postgres is vacuumed)."""
+
+
 async def main(spec: dict[str, Any]) -> dict[str, Any]:
     contender = load(spec["contender"])
     target = Target(contender.engine, spec["url"])
-    plan = Plan(tuple(spec["workloads"]), spec["n"], spec["fill"], spec["w7_jobs"], spec["w8_runs"])
+    plan = Plan(
+        tuple(spec["workloads"]),
+        spec["n"],
+        spec["fill"],
+        spec["w7_jobs"],
+        spec["w8_runs"],
+        spec["op_calls"],
+    )
+    settle = (lambda: quiesce(spec["url"])) if contender.engine == "postgres" else _nothing
     counter: Any = None
     if contender.engine == "postgres":
         counter = PostgresStatements(spec["admin_url"], spec["database"])
@@ -57,6 +69,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         "W6": lambda: workloads.w6(contender, plan, lambda: quiesce(spec["url"])),
         "W7": lambda: workloads.w7(contender, plan, counter.used_memory),
         "W8": lambda: workloads.w8(contender, plan),
+        "WOP": lambda: workloads.wop(contender, plan, settle),
     }
     results: dict[str, Any] = {}
     took: dict[str, float] = {}

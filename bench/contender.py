@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 Engine = Literal["memory", "postgres", "redis"]
+# WOP: one operator read, timed as a call; it answers the ids it read (a line a queue for the counts)
+Read = Callable[[], Awaitable[tuple[str, ...]]]
 
 
 class Unsupported(Exception):
@@ -77,6 +79,23 @@ class Contender:
     async def explain_claim(self) -> str:
         """W6: the `explain` plan of the library's claim statement, on the filled table."""
         raise Unsupported("no claim statement")
+
+    async def seed_operator(self, live: int, dead: int) -> None:
+        """WOP: the operator's own rows, in two stores: the contender's (which `fill` then fills)
+        and a second one beside it that holds them alone. In each, in the bench queue: `live` jobs
+        delayed by a day, then `dead` jobs that failed their one attempt (each with its error)."""
+        raise Unsupported("no operator surface")
+
+    async def operator_reads(self, page: int, deep: int) -> dict[str, tuple[Read, Read]]:
+        """WOP: each operator read by name (`first`, `dead`, `deep`, `queues`), as a pair: on the
+        store of the own rows alone, and on the contender's store. The reads: the first page of
+        `page` jobs, a page of the queue's dead jobs, the page after the cursor that ends a page
+        of `deep` jobs (taken here, before the fill), and the queue counts."""
+        raise Unsupported("no operator surface")
+
+    async def explain_operator(self) -> dict[str, str]:
+        """WOP: the `explain` plan of the statement of each read, by name, on the filled table."""
+        raise Unsupported("no operator statement")
 
 
 ADAPTERS: dict[str, tuple[Engine, str]] = {

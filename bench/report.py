@@ -1,4 +1,5 @@
-"""The benchmark's report: the figures table, the targets of performance.md met or not, the claim plans."""
+"""The benchmark's report: the figures table, the targets of performance.md met or not, the claim
+plans, and the operator's reads (WOP) with their statements' plans."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from bench.contender import engine_of
 
 ENGINES = ("memory", "postgres", "redis")
-ORDER = ("W1", "W2", "W3c10", "W3c100", "W4", "W5", "W6", "W7", "W8")
+ORDER = ("W1", "W2", "W3c10", "W3c100", "W4", "W5", "W6", "W7", "W8", "WOP")
 TITLES = {
     "W1": "W1 enqueue one by one",
     "W2": "W2 bulk enqueue (500)",
@@ -18,6 +19,7 @@ TITLES = {
     "W6": "W6 W3 c=10 beside 1M rows",
     "W7": "W7 Redis memory per job",
     "W8": "W8 three-step run",
+    "WOP": "WOP operator reads beside the fill",
 }
 # the figure each ratio is taken of, and whether less is better
 PRIMARY = {
@@ -30,7 +32,16 @@ PRIMARY = {
     "W6": "jobs_per_s",
     "W7": "bytes_per_job",
     "W8": "runs_per_s",
+    "WOP": "first_filled_p50_ms",
 }
+# WOP: each read, as the report names it, and the most a read beside the fill may cost (p50)
+OP_READS = {
+    "first": "first page (50)",
+    "dead": "dead in one queue (50)",
+    "deep": "page after a deep cursor (50)",
+    "queues": "queue counts",
+}
+OP_MAX_RATIO = 2.0
 # W5: the idle budget of semantics.md — the worker's 12/min with the wake live, plus the
 # scheduler leader's 6 (statements on Postgres; on Redis, commands clients send)
 IDLE_BUDGET = {"postgres": 12 + 6, "redis": 12 * 2 + 6}  # a Redis pass: claim + presence, pipelined
@@ -47,7 +58,7 @@ def brief(figures: dict[str, Any]) -> str:
         return "none (" + str(figures["unsupported"]) + ")"
     parts = []
     for key, value in figures.items():
-        if key in ("explain", "reps"):
+        if key.startswith("explain") or key == "reps":
             continue
         parts.append(f"{key}={value:,.1f}" if isinstance(value, float) else f"{key}={value}")
     return " ".join(parts)
@@ -68,6 +79,11 @@ def figure(workload: str, f: dict[str, Any], w3: dict[str, Any] | None) -> str:
         return (
             f"{f['runs_per_s']:,.0f} runs/s; {f['step_writes_per_run']:.1f} step writes, "
             f"{f['step_reads_per_run']:.1f} reads per run"
+        )
+    if workload == "WOP":
+        ratios = op_ratios(f)
+        return "p50 filled/empty: " + ", ".join(
+            f"{read} {p50:,.2f}×" for read, (p50, _) in ratios.items()
         )
     text = f"{f['jobs_per_s']:,.0f} jobs/s"
     if workload == "W6" and w3 and "jobs_per_s" in w3:
@@ -120,6 +136,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         *_idle_targets(results),
         *_storage_targets(results),
         *_step_targets(results),
+        *_operator_targets(results),
     ]
 
 
@@ -227,6 +244,88 @@ def _step_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def op_ratios(f: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """WOP: each read's p50 and p99 beside the fill over the same on the empty table."""
+    out: dict[str, tuple[float, float]] = {}
+    for read in OP_READS:
+        ratio = [
+            f[f"{read}_filled_{p}_ms"] / f[f"{read}_empty_{p}_ms"]
+            for p in ("p50", "p99")
+            if f.get(f"{read}_empty_{p}_ms") and f"{read}_filled_{p}_ms" in f
+        ]
+        if len(ratio) == 2:
+            out[read] = (ratio[0], ratio[1])
+    return out
+
+
+def _operator_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """WOP: every operator read beside the fill within OP_MAX_RATIO× of the empty table (p50)."""
+    out: list[dict[str, Any]] = []
+    for engine in ENGINES:
+        f = results.get(xjobs_name(engine), {}).get("WOP", {})
+        ratios = op_ratios(f)
+        if not ratios:
+            continue
+        worst = max(ratios, key=lambda read: ratios[read][0])
+        listed = ", ".join(f"{read} {p50:,.2f}×" for read, (p50, _) in ratios.items())
+        out.append(
+            _target(
+                f"WOP {engine}: the jobs pages and the queue counts beside {f['fill']:,} rows "
+                f"≤ {OP_MAX_RATIO:g}× the empty table (p50)",
+                f"worst {ratios[worst][0]:,.2f}× ({worst}); {listed}",
+                ratios[worst][0] <= OP_MAX_RATIO and "odd" not in f,
+            )
+        )
+    return out
+
+
+def _operator_section(results: dict[str, Any]) -> list[str]:
+    """WOP: each read's figures per backend on both tables, and the plans of their statements."""
+    runs = {
+        engine: f
+        for engine in ENGINES
+        if op_ratios(f := results.get(xjobs_name(engine), {}).get("WOP", {}))
+    }
+    if not runs:
+        return []
+    lines = [
+        "## WOP: the operator's reads, on its own rows alone and beside the fill",
+        "",
+        "| backend | read | empty p50 / p99 | beside the fill p50 / p99 | ratio p50 | ratio p99 "
+        "| calls |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for engine, f in runs.items():
+        for read, (p50, p99) in op_ratios(f).items():
+            empty, filled = (
+                f"{f[f'{read}_{t}_p50_ms']:,.2f} / {f[f'{read}_{t}_p99_ms']:,.2f} ms"
+                for t in ("empty", "filled")
+            )
+            calls = f"{f[f'{read}_empty_calls']:.0f} / {f[f'{read}_filled_calls']:.0f}"
+            lines.append(
+                f"| {engine} | {OP_READS[read]} | {empty} | {filled} | {p50:,.2f}× | {p99:,.2f}× "
+                f"| {calls} |"
+            )
+    lines.append("")
+    for engine, f in runs.items():
+        notes = [f"{engine}: the fill of {f['fill']:,} rows took {f['fill_s']:.1f} s"]
+        notes.append(f"counts {f.get('counts_empty', '')} → {f.get('counts_filled', '')}")
+        compiled = [OP_READS[r] for r in OP_READS if "\nJIT:" in f.get(f"explain_{r}", "")]
+        if compiled:
+            notes.append("the server JIT-compiles the statement of: " + ", ".join(compiled))
+        if "odd" in f:
+            notes.append(f"NOT COMPARABLE: {f['odd']}")
+        lines.append("- " + "; ".join(notes) + ".")
+    lines.append("")
+    for engine, f in runs.items():
+        plans = [(read, f[f"explain_{read}"]) for read in OP_READS if f"explain_{read}" in f]
+        if plans:
+            lines += [f"### {xjobs_name(engine)}: the statements beside {f['fill']:,} rows", ""]
+            for read, plan in plans:
+                lines += [f"{OP_READS[read]}:", "", "```", plan, "```", ""]
+    return lines
+
+
 def _took(took: dict[str, float]) -> list[str]:
     """The run's wall time and each workload's share (every contender and repetition summed)."""
     if "run" not in took:
@@ -250,7 +349,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"Libraries: {versions}.",
         f"Settings: n={settings['n']}, median of {settings['reps']} repetitions "
         f"({', '.join(settings['once'])} once), W6 fill {settings['fill']:,} rows, "
-        f"W7 {settings['w7_jobs']:,} jobs, W8 {settings['w8_runs']:,} runs. "
+        f"W7 {settings['w7_jobs']:,} jobs, W8 {settings['w8_runs']:,} runs, "
+        f"WOP {settings.get('op_calls', 0):,} calls a read. "
         "Ratios are this figure over xjobs's (or the ceiling's) on the same engine: above 1 is "
         "faster for throughput, slower for W4 latency, costlier for W5 and W7.",
         *_took(data.get("took_s", {})),
@@ -274,4 +374,5 @@ def markdown(data: dict[str, Any]) -> str:
         lines += ["## W6: the claim's plan beside the filled table", ""]
         for name, plan in sorted(plans.items()):
             lines += [f"### {name}", "", "```", plan, "```", ""]
+    lines += _operator_section(data["results"])
     return "\n".join(lines)

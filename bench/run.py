@@ -23,8 +23,10 @@ from redis.asyncio import Redis
 from bench import report
 from bench.contender import ADAPTERS, engine_of, load
 
-WORKLOADS = ("W1", "W2", "W3c10", "W3c100", "W4", "W5", "W6", "W7", "W8")
-ONCE = ("W5", "W6", "W7")  # slow to set up and steady: measured in the first repetition only
+WORKLOADS = ("W1", "W2", "W3c10", "W3c100", "W4", "W5", "W6", "W7", "W8", "WOP")
+# slow to set up and steady: measured in the first repetition only
+ONCE = ("W5", "W6", "W7", "WOP")
+XJOBS_ONLY = ("W8", "WOP")  # durable steps and the operator surface: no peer has them
 ENGINE_ONLY = {"W6": "postgres", "W7": "redis"}
 BACKENDS = ("memory", "postgres", "redis")
 CHILD_TIMEOUT_S = 3600
@@ -36,7 +38,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--workloads",
         default=",".join(WORKLOADS),
-        help="comma list of W1…W8 (W3 runs c=10 and c=100)",
+        help="comma list of W1…W8 and WOP (W3 runs c=10 and c=100)",
     )
     parser.add_argument(
         "--backends", default=",".join(BACKENDS), help="comma list of memory, postgres, redis"
@@ -48,9 +50,17 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("-n", "--n", type=int, default=2000, help="jobs per W1/W2/W3/W6 run")
     parser.add_argument("--reps", type=int, default=3, help="repetitions; the median is reported")
-    parser.add_argument("--fill", type=int, default=1_000_000, help="W6: other rows in the table")
+    parser.add_argument(
+        "--fill", type=int, default=1_000_000, help="W6 and WOP: other rows in the table"
+    )
     parser.add_argument("--w7-jobs", type=int, default=100_000, help="W7: stored jobs on Redis")
     parser.add_argument("--w8-runs", type=int, default=1000, help="W8: three-step runs")
+    parser.add_argument(
+        "--op-calls",
+        type=int,
+        default=200,
+        help="WOP: timed calls of each read on each table (fewer when they pass 10 s)",
+    )
     parser.add_argument(
         "--idle-seconds", type=float, default=30.0, help="W5: the counted idle window"
     )
@@ -84,7 +94,7 @@ def applicable(name: str, workloads: list[str]) -> list[str]:
     if engine == "memory" or name.startswith("ceiling"):
         out = [w for w in out if w != "W5"]  # no server to count on; a ceiling does not idle
     if not name.startswith("xjobs"):
-        out = [w for w in out if w != "W8"]
+        out = [w for w in out if w not in XJOBS_ONLY]
     return out
 
 
@@ -223,6 +233,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             "fill": args.fill,
             "w7_jobs": args.w7_jobs,
             "w8_runs": args.w8_runs,
+            "op_calls": args.op_calls,
             "idle_s": args.idle_seconds,
             "warm_s": args.warm_seconds,
             **await servers.target(name, engine_of(name), 1 + contenders.index(name)),
@@ -270,6 +281,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             "fill": args.fill,
             "w7_jobs": args.w7_jobs,
             "w8_runs": args.w8_runs,
+            "op_calls": args.op_calls,
             "idle_seconds": args.idle_seconds,
             "once": list(ONCE),
         },

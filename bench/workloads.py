@@ -1,4 +1,5 @@
-"""The workloads W1–W8 of performance.md, each driving one `Contender` and answering its figures."""
+"""The workloads W1–W8 and WOP of performance.md, each driving one `Contender` and answering its
+figures."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench.contender import Contender, Unsupported
+from bench.contender import Contender, Read, Unsupported
 from bench.probe import probe
 
 BULK = 500
@@ -19,6 +20,18 @@ LATENCY_JOBS = 200
 LATENCY_GAP_S = 0.010
 LATENCY_SETTLE_S = 1.0  # let the idle worker reach its idle state before the first enqueue
 W6_WINDOW_S = 20.0  # W6 is a rate: the jobs run within this window when a claim is slow
+# WOP: the operator's own rows (in the bench queue, older than the fill), the page size, and how
+# deep the cursor of the deep page sits among them; each read is timed `op_calls` times on each
+# table in alternation (fewer when the pairs of calls pass OP_WINDOW_S), after OP_WARM untimed
+# pairs (fewer when they pass OP_WARM_S)
+OP_LIVE = 900
+OP_DEAD = 100
+OP_PAGE = 50
+OP_DEEP = 500
+OP_WINDOW_S = 10.0
+OP_WARM = 5
+OP_WARM_S = 2.0
+OP_READS = ("first", "dead", "deep", "queues")
 
 Figures = dict[str, Any]
 
@@ -32,6 +45,7 @@ class Plan:
     fill: int
     w7_jobs: int
     w8_runs: int
+    op_calls: int
 
 
 def _items(n: int, start: int = 0) -> list[tuple[int, float]]:
@@ -127,6 +141,78 @@ async def w6(c: Contender, plan: Plan, quiesce: Callable[[], Awaitable[None]]) -
     plan_text = await c.explain_claim()
     ran, elapsed = await drain(c, plan.n, 10, W6_WINDOW_S)
     return {"jobs_per_s": ran / elapsed, "ran": ran, "fill_s": fill_s, "explain": plan_text}
+
+
+def percentiles(samples_ms: list[float]) -> tuple[float, float]:
+    """p50 and p99 of `samples_ms` (with fewer than two samples, both are the one sample)."""
+    if len(samples_ms) < 2:
+        return samples_ms[0], samples_ms[0]
+    cuts = statistics.quantiles(samples_ms, n=100, method="inclusive")
+    return statistics.median(samples_ms), cuts[98]
+
+
+async def _alternate(pair: tuple[Read, Read], calls: int) -> tuple[list[list[float]], list[Any]]:
+    """Milliseconds of up to `calls` timed calls of each read of `pair`, in alternation (A B B A
+    …), fewer when they pass OP_WINDOW_S, after up to OP_WARM untimed calls of each (fewer when
+    they pass OP_WARM_S); and what each read last answered."""
+    seen: list[Any] = [None, None]
+    warm_ends = time.perf_counter() + OP_WARM_S
+    for _ in range(OP_WARM):
+        seen = [await read() for read in pair]
+        if time.perf_counter() > warm_ends:
+            break
+    samples: list[list[float]] = [[], []]
+    window_ends = time.perf_counter() + OP_WINDOW_S
+    while len(samples[0]) < calls and (not samples[0] or time.perf_counter() < window_ends):
+        for k in (0, 1) if len(samples[0]) % 2 == 0 else (1, 0):
+            started = time.perf_counter()
+            seen[k] = await pair[k]()
+            samples[k].append((time.perf_counter() - started) * 1000.0)
+    return samples, seen
+
+
+def _odd_pages(seen: dict[str, list[Any]], before: dict[str, Any]) -> list[str]:
+    """What makes the two stores' reads not comparable: a short page, or a page of the operator's
+    own rows (dead, deep) that the fill changed."""
+    odd = []
+    for name in ("first", "dead", "deep"):
+        for table, page in zip(("empty", "filled"), seen[name], strict=True):
+            if len(page) != OP_PAGE:
+                odd.append(f"the {name} page on the {table} table holds {len(page)} jobs")
+    for name in ("dead", "deep"):
+        if seen[name][1] != before[name]:
+            odd.append(f"the {name} page beside the fill is not the page before it")
+    return odd
+
+
+async def wop(c: Contender, plan: Plan, quiesce: Callable[[], Awaitable[None]]) -> Figures:
+    """The operator's reads on a table of its own rows alone ("empty") and on one holding them
+    beside `plan.fill` other rows (W6's fill), in alternation: p50 and p99 ms of each read, and
+    the list statement's plans on the filled table."""
+    await c.reset()
+    await c.seed_operator(OP_LIVE, OP_DEAD)
+    reads = await c.operator_reads(OP_PAGE, OP_DEEP)
+    before = {name: await reads[name][1]() for name in ("dead", "deep")}
+    figures: Figures = {"fill": plan.fill, "fill_s": await _timed(lambda: c.fill(plan.fill))}
+    await quiesce()
+    seen: dict[str, list[Any]] = {}
+    for name in OP_READS:
+        samples, seen[name] = await _alternate(reads[name], plan.op_calls)
+        for table, ms in zip(("empty", "filled"), samples, strict=True):
+            p50, p99 = percentiles(ms)
+            figures[f"{name}_{table}_p50_ms"] = p50
+            figures[f"{name}_{table}_p99_ms"] = p99
+            figures[f"{name}_{table}_calls"] = len(ms)
+    figures["counts_empty"], figures["counts_filled"] = ("; ".join(q) for q in seen["queues"])
+    odd = _odd_pages(seen, before)
+    if odd:
+        figures["odd"] = "; ".join(odd)
+    try:
+        plans = await c.explain_operator()
+    except Unsupported:
+        plans = {}
+    figures |= {f"explain_{name}": text for name, text in plans.items()}
+    return figures
 
 
 async def w7(c: Contender, plan: Plan, used_memory: Callable[[], Awaitable[int]]) -> Figures:

@@ -17,7 +17,8 @@ def test_a_small_run_on_the_memory_engine_writes_the_table_and_the_json(tmp_path
     done = subprocess.run(
         [
             *(sys.executable, "-m", "bench", "--backends", "memory"),
-            *("--workloads", "W1,W2,W3,W4,W8", "-n", "300", "--reps", "2", "--w8-runs", "30"),
+            *("--workloads", "W1,W2,W3,W4,W8,WOP", "-n", "300", "--reps", "2", "--w8-runs", "30"),
+            *("--fill", "3000", "--op-calls", "20"),
             *("--out", str(tmp_path)),
         ],
         cwd=ROOT,
@@ -36,17 +37,31 @@ def test_a_small_run_on_the_memory_engine_writes_the_table_and_the_json(tmp_path
     assert ours["W4"]["p50_ms"] <= ours["W4"]["p99_ms"]
     assert (ours["W8"]["step_writes_per_run"], ours["W8"]["step_reads_per_run"]) == (3.0, 1.0)
     assert "W8" not in ceiling  # only xjobs has durable steps
+    assert "WOP" not in ceiling  # nor an operator surface
+    operator = ours["WOP"]
+    assert (operator["reps"], operator["fill"]) == (1, 3000)  # measured once, beside 3,000 rows
+    assert "odd" not in operator, operator["odd"]  # full pages; the fill left the own rows' alone
+    for read in ("first", "dead", "deep", "queues"):
+        for table in ("empty", "filled"):
+            assert 0 < operator[f"{read}_{table}_p50_ms"] <= operator[f"{read}_{table}_p99_ms"]
+            assert operator[f"{read}_{table}_calls"] == 20
+    assert operator["counts_empty"] == "bench: ready 0, scheduled 900, running 0, dead 100"
+    assert operator["counts_filled"] == "bench: ready 0, scheduled 2400, running 0, dead 100"
     assert data["machine"]["nproc"] >= 1
     assert data["versions"]["xjobs-memory"]
     took = data["took_s"]
-    assert set(took) == {"run", "W1", "W2", "W3c10", "W3c100", "W4", "W8"}
+    assert set(took) == {"run", "W1", "W2", "W3c10", "W3c100", "W4", "W8", "WOP"}
     assert 0 < sum(v for k, v in took.items() if k != "run") < took["run"]
     markdown = (tmp_path / "latest.md").read_text()
     assert (
         "| workload | backend | library | figure | ratio to xjobs | ratio to ceiling |" in markdown
     )
     assert "| W3 process, c=10 | memory | xjobs-memory |" in markdown
-    assert re.search(r"^The run took [\d.]+ minutes \(W1 \d+ s, .*W8 \d+ s;", markdown, re.M)
+    assert re.search(r"^The run took [\d.]+ minutes \(W1 \d+ s, .*WOP \d+ s;", markdown, re.M)
+    assert "| WOP operator reads beside the fill | memory | xjobs-memory | p50 filled/empty: " in (
+        markdown
+    )
+    assert re.search(r"^\| memory \| queue counts \| [\d.]+ / [\d.]+ ms \| ", markdown, re.M)
     assert {"target": "W8 memory: one step write per step, ≤ one hydrate per run"}.items() <= next(
         t for t in data["targets"] if t["target"].startswith("W8 memory")
     ).items()
@@ -79,3 +94,39 @@ def test_a_workload_a_library_lacks_is_shown_as_none() -> None:
     }
     rows = report.table(results)
     assert "| W2 bulk enqueue (500) | postgres | saq-pg | none |  |  |" in rows
+
+
+def _operator(**p50_ms: tuple[float, float]) -> dict[str, float]:
+    """WOP figures: each read's p50 on the empty and the filled table (p99 twice that)."""
+    figures: dict[str, float] = {"fill": 1_000_000}
+    for read, values in p50_ms.items():
+        for table, value in zip(("empty", "filled"), values, strict=True):
+            figures[f"{read}_{table}_p50_ms"] = value
+            figures[f"{read}_{table}_p99_ms"] = 2 * value
+            figures[f"{read}_{table}_calls"] = 200
+    return figures
+
+
+def test_the_operator_target_is_each_read_beside_the_fill_within_twice_the_empty_table() -> None:
+    pages = {"first": (1.0, 1.5), "dead": (1.0, 1.1), "deep": (1.0, 1.2)}
+    results = {
+        "xjobs-pg": {"WOP": _operator(**pages, queues=(1.0, 700.0))},
+        "xjobs-redis": {"WOP": _operator(**pages, queues=(0.5, 0.6))},
+    }
+    verdicts = {t["target"].split(":")[0]: t for t in report.targets(results)}
+    postgres, redis = verdicts["WOP postgres"], verdicts["WOP redis"]
+    assert postgres["target"] == (
+        "WOP postgres: the jobs pages and the queue counts beside 1,000,000 rows "
+        "≤ 2× the empty table (p50)"
+    )
+    assert (postgres["met"], redis["met"]) == (False, True)
+    assert postgres["measured"].startswith("worst 700.00× (queues); first 1.50×, dead 1.10×")
+    assert redis["measured"].startswith("worst 1.50× (first)")
+    (row,) = (line for line in report.table(results) if "xjobs-pg" in line)
+    assert "p50 filled/empty: first 1.50×, dead 1.10×, deep 1.20×, queues 700.00×" in row
+
+
+def test_an_operator_run_whose_pages_are_not_comparable_misses_the_target() -> None:
+    figures = {**_operator(first=(1.0, 1.0), queues=(1.0, 1.0)), "odd": "a short page"}
+    (verdict,) = report.targets({"xjobs-memory": {"WOP": figures}})
+    assert verdict["met"] is False
