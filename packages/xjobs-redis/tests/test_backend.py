@@ -94,6 +94,7 @@ class TestOpen:
             "events",
             "scheduler",
             "leader",
+            "introspection",
             "wake",
         }
 

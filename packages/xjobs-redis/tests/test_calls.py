@@ -12,12 +12,15 @@ import pytest
 from xjobs.contract.driver import Claim, Nack
 from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
 from xjobs.testing import rows
-from xjobs_redis.calls import events, fleet, jobs, scheduler
+from xjobs_redis.calls import events, fleet, jobs, operator, scheduler
+from xjobs_redis.calls.operator import WalkFilter
 from xjobs_redis.executor import Call
 from xjobs_redis.keys import Keys
 from xjobs_redis.scripts import lua_names, read_lua
 
-FAMILIES: tuple[ModuleType, ...] = (jobs, fleet, events, scheduler)
+FAMILIES: tuple[ModuleType, ...] = (jobs, fleet, events, scheduler, operator)
+# Module-level helpers of a family that are not script builders.
+HELPERS = {"counted", "counter_keys"}
 # A header entry: `-- KEYS[3]  ...`, `-- ARGV[3 + r]  ...`, `-- KEYS[3..]  ...`: the index, then a
 # column of at least two spaces (prose that wraps onto a line starting `ARGV[2] ...` has one).
 ENTRY = re.compile(r"^--\s+(KEYS|ARGV)\[([^\]]+)\]\s{2,}\S")
@@ -55,11 +58,34 @@ SAMPLES: dict[str, Callable[[], Call]] = {
     "record_progress": lambda: jobs.record_progress(
         K, now=NOW, queue="alpha", claim=CLAIM, progress=0.5
     ),
-    "cancel": lambda: jobs.cancel(K, now=NOW, queue="alpha", job_id="j-1", error="cancelled"),
-    "requeue": lambda: jobs.requeue(K, now=NOW, queue="alpha", job_id="j-1"),
-    "requeue_many": lambda: jobs.requeue_many(
-        K, now=NOW, queue="alpha", states=["dead", "failed"][:ROWS], limit=5, name=None
+    "cancel": lambda: jobs.cancel(
+        K, now=NOW, queue="alpha", job_ids=["j-1"] * ROWS, error="x", answer_records=True
     ),
+    "requeue": lambda: jobs.requeue(
+        K, now=NOW, queue="alpha", job_ids=["j-1"] * ROWS, answer_records=True
+    ),
+    "walk": lambda: operator.walk(
+        K,
+        queue="alpha",
+        index="created",
+        newest=True,
+        position=(1, "j-1"),
+        where=WalkFilter(),
+        want=1,
+        budget=10,
+        fields=["id", "name"][:ROWS],
+    ),
+    "promote": lambda: operator.promote(
+        K, now=NOW, queue="alpha", job_ids=["j-1"] * ROWS, answer_records=True
+    ),
+    # one job's HASH and its steps HASH: the two entries of the tail
+    "remove": lambda: operator.remove(
+        K, queue="alpha", jobs=[("j-1", "r-1")] * (ROWS // 2), answer_records=True
+    ),
+    "queue_counts": lambda: operator.queue_counts(K, queue="alpha", now_ms=1, cap=10, bound=10),
+    "counters_read": lambda: operator.counters_read(K, queue="alpha", tier="minute", since_ms=0),
+    "counters_rollup": lambda: operator.counters_rollup(K, queue="alpha", now_ms=1),
+    "wait_drop": lambda: events.wait_drop(K, job_ids=["j-1"] * ROWS),
     "worker_announce": lambda: fleet.worker_announce(K, now=NOW, info=INFO, ttl_ms=1),
     "worker_beat": lambda: fleet.worker_beat(K, now=NOW, worker_id="w-1", ttl_ms=1),
     "worker_forget": lambda: fleet.worker_forget(K, worker_id="w-1"),
@@ -95,7 +121,11 @@ def builders() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for module in FAMILIES:
         for name, function in inspect.getmembers(module, inspect.isfunction):
-            if function.__module__ == module.__name__ and not name.startswith("_"):
+            if (
+                function.__module__ == module.__name__
+                and not name.startswith("_")
+                and name not in HELPERS
+            ):
                 found.setdefault(name, []).append(module.__name__)
     return found
 
@@ -170,4 +200,20 @@ def test_a_live_nack_passes_the_same_keys_as_a_terminal_one() -> None:
     retry = jobs.nack(K, now=NOW, queue="alpha", claim=CLAIM, nack=Nack("ready", "retried"))
     dead = jobs.nack(K, now=NOW, queue="alpha", claim=CLAIM, nack=Nack("dead", "dead-lettered"))
     assert (len(retry.keys), len(retry.args)) == (len(dead.keys), len(dead.args))
-    assert dead.keys[-1] == K.finished("alpha", "dead")
+    assert dead.keys[5] == K.finished("alpha", "dead")
+
+
+def test_only_a_counted_outcome_reaches_a_settle_counter() -> None:
+    retry = jobs.nack(K, now=NOW, queue="alpha", claim=CLAIM, nack=Nack("ready", "retried"))
+    shed = jobs.nack(K, now=NOW, queue="alpha", claim=CLAIM, nack=Nack("ready", "shed"))
+    assert (retry.args[-1], shed.args[-1]) == ("retried", "")
+
+
+def test_every_key_of_a_queue_script_shares_the_queue_slot() -> None:
+    """One slot per call (Redis Cluster): the scripts of one queue pass only that queue's keys."""
+    crossing = {"enqueue", "scheduler_fire", "event_park", "event_send"}
+    for script, sample in SAMPLES.items():
+        call = sample()
+        tags = {key[key.index("{") : key.index("}") + 1] for key in call.keys}
+        if script not in crossing:
+            assert len(tags) <= 1, f"{script} passes keys of {sorted(tags)}"

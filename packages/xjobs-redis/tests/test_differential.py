@@ -1,7 +1,9 @@
 """Redis against the memory reference: random operation sequences, every answer and row compared.
 
 Both backends get the same rows (same ids) on the same manual clock; after every step the
-answers must be equal and so must every stored job. The parity suite pins each rule alone; this
+answers must be equal and so must every stored job. The operator surface is in the mix: pauses,
+promote and remove, the bulk verbs, and after every step of theirs the list, the queue counts,
+the counters and the attempt errors are compared too. The parity suite pins each rule alone; this
 pins how they compose.
 """
 
@@ -24,7 +26,7 @@ from xjobs.contract.driver import (
     NewJob,
     Outcome,
 )
-from xjobs.contract.introspection import RequeueFilter
+from xjobs.contract.introspection import JobFilter, JobIntrospection
 from xjobs.errors import XJobsError
 from xjobs.ids import new_id
 from xjobs.memory.plugin import test_backend as memory_backend
@@ -71,31 +73,60 @@ def new_job(rng: random.Random, now: int) -> NewJob:
     )
 
 
+def ops(backend: Backend) -> JobIntrospection:
+    assert backend.introspection is not None
+    return backend.introspection
+
+
 async def answer(backend: Backend, op: str, args: Any) -> Any:
     """What one operation answers: its value, or the code of the refusal it raised."""
     jobs = backend.jobs
+    calls: dict[str, Any] = {
+        "enqueue": lambda: jobs.enqueue(args),
+        "claim": lambda: jobs.claim(args),
+        "ack": lambda: jobs.ack(args),
+        "nack": lambda: jobs.nack(*args),
+        "heartbeat": lambda: jobs.heartbeat(args, 1_000),
+        "progress": lambda: jobs.record_progress(args, 0.5),
+        "cancel": lambda: jobs.cancel(args, "asked"),
+        "requeue": lambda: jobs.requeue(args),
+        "promote": lambda: ops(backend).promote(args),
+        "remove": lambda: ops(backend).remove(args),
+        "pause": lambda: ops(backend).pause(*args),
+        "resume": lambda: ops(backend).resume(*args),
+        "cancel_many": lambda: ops(backend).cancel_many(args[0], args[1], "bulk"),
+        "retry_many": lambda: ops(backend).retry_many(*args),
+        "promote_many": lambda: ops(backend).promote_many(*args),
+        "remove_many": lambda: ops(backend).remove_many(*args),
+        "rollup": lambda: ops(backend).rollup_counters(args),
+    }
     try:
-        if op == "enqueue":
-            return await jobs.enqueue(args)
-        if op == "claim":
-            return await jobs.claim(args)
-        if op == "ack":
-            return await jobs.ack(args)
-        if op == "nack":
-            return await jobs.nack(*args)
-        if op == "heartbeat":
-            return await jobs.heartbeat(args, 1_000)
-        if op == "progress":
-            return await jobs.record_progress(args, 0.5)
-        if op == "cancel":
-            return await jobs.cancel(args, "asked")
-        if op == "requeue":
-            return await jobs.requeue(args)
-        if op == "requeue_many":
-            return await jobs.requeue_many(args)
+        return await calls[op]()
     except XJobsError as exc:
         return exc.code
-    raise AssertionError(op)
+
+
+async def views(backend: Backend, clock: ManualClock, ids: list[str]) -> list[Any]:
+    """What an operator reads: pages of the list, the queues, the counters, errors and pauses."""
+    view = ops(backend)
+    found: list[Any] = []
+    for where in (
+        JobFilter(),
+        JobFilter(states=("ready", "waiting")),
+        JobFilter(states=("running",)),
+        JobFilter(states=("dead", "failed", "cancelled"), name="first_job"),
+        JobFilter(queue="beta", tenant="org-1"),
+    ):
+        page = await view.list_jobs(where, limit=7, after=None)
+        found.append(page)
+        if page:
+            found.append(await view.list_jobs(where, limit=50, after=page[-1].position))
+    found.append(await view.queues(clock.now_ms()))
+    for tier in ("minute", "hour", "day"):
+        found.append(await view.counters(tier, 0))
+    found.append(await view.pauses())
+    found += [await view.errors(job_id) for job_id in ids[-5:]]
+    return found
 
 
 def step(
@@ -125,16 +156,29 @@ def step(
             counts_as_attempt=rng.random() < 0.6,
         )
         return "nack", (claim, nack)
-    if roll < 0.85:
-        return rng.choice(["cancel", "requeue"]), rng.choice([*ids, new_id()])
-    states = tuple(rng.sample(["dead", "failed", "cancelled"], rng.randrange(1, 4)))
-    where = RequeueFilter(
+    if roll < 0.82:
+        return rng.choice(["cancel", "requeue", "promote", "remove"]), rng.choice([*ids, new_id()])
+    if roll < 0.87:
+        kind = rng.choice(["queue", "job"])
+        name = rng.choice(QUEUES if kind == "queue" else sorted(QUEUE_OF))
+        return rng.choice(["pause", "resume"]), (kind, name)
+    if roll < 0.89:
+        return "rollup", clock.now_ms()
+    op = rng.choice(["retry_many", "cancel_many", "promote_many", "remove_many"])
+    pool = {
+        "retry_many": ["dead", "failed", "cancelled"],
+        "remove_many": ["dead", "failed", "cancelled", "completed"],
+        "cancel_many": ["ready", "running", "waiting"],
+        "promote_many": ["ready", "waiting"],
+    }[op]
+    states = tuple(rng.sample(pool, rng.randrange(0, len(pool) + 1)))
+    where = JobFilter(
         states=states,  # type: ignore[arg-type]
-        queue=rng.choice(QUEUES),
+        queue=rng.choice([None, *QUEUES]),
         name=rng.choice([None, "first_job"]),
-        limit=rng.randrange(0, 4),
+        tenant=rng.choice([None, None, "org-1"]),
     )
-    return "requeue_many", where
+    return op, (where, rng.randrange(0, 4))
 
 
 def touched(op: str, args: Any, got: Any) -> list[str]:
@@ -147,7 +191,7 @@ def touched(op: str, args: Any, got: Any) -> list[str]:
         return [args[0].job_id]
     if op in ("ack", "heartbeat", "progress"):
         return [args.job_id]
-    if op in ("cancel", "requeue"):
+    if op in ("cancel", "requeue", "promote", "remove"):
         return [args]
     return []
 
@@ -172,6 +216,10 @@ async def test_redis_answers_and_stores_what_memory_does(seed: int) -> None:
             for job_id in ids if n % 10 == 0 else touched(op, args, got):
                 assert await redis.jobs.get(job_id) == await memory.jobs.get(job_id), (
                     f"step {n}: {op}({args!r}) left job {job_id} different"
+                )
+            if n % 5 == 0 or op not in ("enqueue", "claim", "ack", "heartbeat", "progress"):
+                assert await views(redis, clock, ids) == await views(memory, clock, ids), (
+                    f"step {n}: {op}({args!r}) left the operator's view different"
                 )
             clock.advance(rng.choice([0, 0, 10, 400, 1_001]))
         for job_id in ids:

@@ -19,11 +19,13 @@ side, to keep the file near a minute), and the keys left under
 the prefix are checked against what the driver keeps for a finished job. Reading `ack.lua` and
 `lib.lua`: an ack sets the job HASH `completed` (with `finished_at_ms`), drops `lease_until_ms`,
 takes it out of the `leased` ZSET, releases its idempotency namespace from the `live` HASH, and
-files it in the queue's `completed` ZSET (score `created_at_ms`). Nothing sets an expiry and no
-driver call purges jobs: the retention of a finished job is FOREVER (until an operator removes
-it). So "no key past retention" is asserted as exactly that: the job HASHes, the `completed`
-ZSET and the queue SET, with no TTL on any of them, and nothing else — the emptied `ready`,
-`leased` and `live` keys are gone.
+files it in the queue's `completed` ZSET (score `created_at_ms`), takes it out of the `created`
+ZSET of live jobs, and moves the queue's minute counter (a HASH and its index ZSET, both with an
+expiry: the counters' retention). Nothing else sets an expiry and no driver call purges jobs: the
+retention of a finished job is FOREVER (until an operator removes it). So "no key past retention"
+is asserted as exactly that: the job HASHes, the `completed` ZSET and the queue SET, with no TTL
+on any of them, the two counter keys, expiring, and nothing else — the emptied `ready`,
+`leased`, `live` and `created` keys are gone, and a job that never failed has no attempt errors.
 """
 
 from __future__ import annotations
@@ -98,6 +100,13 @@ async def job_memory(admin: Redis) -> tuple[int, int]:
     info = await admin.info("memory")
     used = int(info["used_memory"])
     return used - int(info.get("mem_clients_normal", 0)), used
+
+
+async def usage(admin: Redis, key: str, samples: int) -> int:
+    """`MEMORY USAGE` of a key that exists."""
+    found = await admin.memory_usage(key, samples=samples)
+    assert found is not None, f"{key} does not exist"
+    return int(found)
 
 
 async def keys_under(admin: Redis, prefix: str) -> list[str]:
@@ -192,17 +201,19 @@ async def test_a_small_job_costs_under_1_kib_and_a_finished_one_leaves_only_what
         enqueued_s = time.monotonic() - started
         loaded, loaded_raw = await job_memory(admin)
         sample_id = results[-1].job_id
-        job_bytes = await admin.memory_usage(k.job(QUEUE, sample_id), samples=0)
-        ready_bytes = await admin.memory_usage(k.ready(QUEUE), samples=0)
-        live_bytes = await admin.memory_usage(k.live(QUEUE), samples=0)
+        job_bytes = await usage(admin, k.job(QUEUE, sample_id), 0)
+        ready_bytes = await usage(admin, k.ready(QUEUE), 0)
+        live_bytes = await usage(admin, k.live(QUEUE), 0)
+        # a job enqueued due now at priority 0 waits in `ready` in creation order: no `created`
+        assert not await admin.exists(k.created(QUEUE))
         sample_payload = (await app.get_job(sample_id)).payload
 
         started = time.monotonic()
         counts = await complete_all(stored.url, k.prefix)
         completed_s = time.monotonic() - started
         finished, _ = await job_memory(admin)
-        completed_bytes = await admin.memory_usage(k.finished(QUEUE, "completed"), samples=0)
-        job_after = await admin.memory_usage(k.job(QUEUE, sample_id), samples=0)
+        completed_bytes = await usage(admin, k.finished(QUEUE, "completed"), 0)
+        job_after = await usage(admin, k.job(QUEUE, sample_id), 0)
 
     per_job = (loaded - baseline) / JOBS
     per_job_raw = (loaded_raw - baseline_raw) / JOBS
@@ -211,7 +222,8 @@ async def test_a_small_job_costs_under_1_kib_and_a_finished_one_leaves_only_what
         f"\nW7: {JOBS:,} small jobs (payload {sample_payload}) enqueued in {enqueued_s:.1f} s: "
         f"{per_job:.0f} bytes per job ({per_job_raw:.0f} raw, clients' buffers included); "
         f"MEMORY USAGE: one job HASH {job_bytes} B, ready ZSET {ready_bytes / JOBS:.0f} B/job, "
-        f"live HASH {live_bytes / JOBS:.0f} B/job; completed all in {completed_s:.1f} s by {counts}; "
+        f"live HASH {live_bytes / JOBS:.0f} B/job; "
+        f"completed all in {completed_s:.1f} s by {counts}; "
         f"a completed job keeps {retained:.0f} bytes (HASH {job_after} B, completed ZSET "
         f"{completed_bytes / JOBS:.0f} B/job), retained with no expiry"
     )
@@ -224,12 +236,16 @@ async def test_a_small_job_costs_under_1_kib_and_a_finished_one_leaves_only_what
     left = await keys_under(admin, k.prefix)
     job_keys = [key for key in left if ":job:" in key]
     others = sorted(set(left) - set(job_keys))
-    assert others == sorted([k.finished(QUEUE, "completed"), k.queues()])
+    counters = [k.counters(QUEUE, "minute"), k.counter_index(QUEUE, "minute")]
+    assert others == sorted([k.finished(QUEUE, "completed"), k.queues(), *counters])
+    for key in counters:  # the counters expire with their retention (2 days past the bucket)
+        assert 0 < await admin.pttl(key) <= 2 * 86_400_000 + 60_000
     assert len(job_keys) == JOBS + 1
     # every one completed, its lease gone, claimed once, and no expiry (PTTL -1): kept forever
     assert await finished_jobs(admin, job_keys) == {("completed", True, True, "1", -1): JOBS + 1}
     assert await admin.pttl(k.finished(QUEUE, "completed")) == -1
     assert await admin.zcard(k.finished(QUEUE, "completed")) == JOBS + 1
     assert await admin.smembers(k.queues()) == {QUEUE}
-    for emptied in (k.ready(QUEUE), k.delayed(QUEUE), k.leased(QUEUE), k.live(QUEUE)):
+    emptied_keys = (k.ready(QUEUE), k.delayed(QUEUE), k.leased(QUEUE), k.live(QUEUE))
+    for emptied in (*emptied_keys, k.created(QUEUE), k.errors(QUEUE)):
         assert not await admin.exists(emptied), f"{emptied} outlived its last job"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -14,7 +16,8 @@ from xjobs.contract.driver import LAPSED_ON_FINAL_ATTEMPT, Claim, NewJob
 from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
 from xjobs.run.settle import ending, parking
 from xjobs.testing import rows
-from xjobs_redis.calls import events, fleet, jobs, scheduler
+from xjobs_redis.calls import events, fleet, jobs, operator, scheduler
+from xjobs_redis.calls.operator import WalkFilter
 from xjobs_redis.executor import Call, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.scripts import LIBRARY, load_scripts, lua_names, read_lua
@@ -136,7 +139,7 @@ class Recorder:
         self.x = executor
         self.ran: set[str] = set()
 
-    async def __call__(self, call: Call) -> object:
+    async def __call__(self, call: Call) -> Any:
         self.ran.add(call.script)
         return await self.x.run(call)
 
@@ -184,16 +187,52 @@ async def test_every_script_loads_and_runs_against_the_server(
     assert await run(jobs.heartbeat(k, now=now, queue=q, claim=first, lease_ms=30_000)) == 1
     assert await run(jobs.record_progress(k, now=now, queue=q, claim=first, progress=0.5)) == 1
     assert await run(jobs.ack(k, now=now, queue=q, claim=first)) == 1
-    status, _ = await run(jobs.requeue(k, now=now, queue=q, job_id=new.id))
+    ((status, _),) = await run(
+        jobs.requeue(k, now=now, queue=q, job_ids=[new.id], answer_records=True)
+    )
     assert status == "requeued"
     await run(_claim(k, now, q))
     dead = ending(True, "gave up")
     assert await run(jobs.nack(k, now=now, queue=q, claim=second, nack=dead)) == 1
     assert await client.hmget(job, "state", "last_error") == ["dead", "gave up"]
-    many = jobs.requeue_many(k, now=now, queue=q, states=["dead"], limit=10, name=None)
-    assert await run(many) == [1, 0]
-    status, _ = await run(jobs.cancel(k, now=now, queue=q, job_id=new.id, error="cancelled"))
+    assert await client.hexists(k.errors(q), new.id)
+    walk = operator.walk(
+        k,
+        queue=q,
+        index="dead",
+        newest=True,
+        position=None,
+        where=WalkFilter(),
+        want=10,
+        budget=100,
+        fields=["id"],
+    )
+    rows, _, last, exhausted, examined = await run(walk)
+    assert (rows, last, exhausted, examined) == ([[new.id]], job, 1, 1)
+    ((status, _),) = await run(
+        jobs.requeue(k, now=now, queue=q, job_ids=[new.id], answer_records=False)
+    )
+    assert status == "requeued"
+    ((status, moved, _),) = await run(
+        operator.promote(k, now=now, queue=q, job_ids=[new.id], answer_records=False)
+    )
+    assert (status, moved) == ("promoted", 0)
+    now_ms = int(now) if now else int(time.time() * 1000)
+    counts = operator.queue_counts(k, queue=q, now_ms=now_ms, cap=10, bound=10)
+    assert (await run(counts))[0] == 1  # the requeued job is ready
+    ((status, _),) = await run(
+        jobs.cancel(k, now=now, queue=q, job_ids=[new.id], error="cancelled", answer_records=True)
+    )
     assert status == "cancelled"
+    read = operator.counters_read(k, queue=q, tier="minute", since_ms=0)
+    outcomes = sorted(str(field).split("|")[1] for field in (await run(read))[::2])
+    assert outcomes == ["cancelled", "completed", "dead-lettered"]
+    next_minute = now_ms + 60_000
+    assert len(await run(operator.counters_rollup(k, queue=q, now_ms=next_minute))) == 1
+    removal = operator.remove(k, queue=q, jobs=[(new.id, new.run_id)], answer_records=False)
+    assert [answer[0] for answer in await run(removal)] == ["removed"]
+    assert not await client.exists(job)
+    assert await run(events.wait_drop(k, job_ids=[new.id])) == 0
 
     info = WorkerInfo("w-1", "h", 1, (q,), 0, 0)
     await run(fleet.worker_announce(k, now=now, info=info, ttl_ms=60_000))

@@ -16,6 +16,7 @@ from xjobs_redis.driver import RedisJobDriver
 from xjobs_redis.errors import interpret_error
 from xjobs_redis.events import RedisEventBus
 from xjobs_redis.executor import Executor
+from xjobs_redis.introspection import RedisIntrospection
 from xjobs_redis.keys import DEFAULT_PREFIX, Keys, validate_prefix
 from xjobs_redis.scheduler import RedisLeader, RedisSchedulerState
 from xjobs_redis.slots import RedisSlotStore
@@ -103,6 +104,7 @@ async def open_backend(
         events=RedisEventBus(executor, keys),
         scheduler=RedisSchedulerState(executor, keys),
         leader=RedisLeader(executor, keys),
+        introspection=RedisIntrospection(executor, keys, clock),
         wake=source,
         on_close=close,
     )

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xjobs.contract.driver import (
-    FINISHED_STATES,
-    BulkResult,
     Claim,
     ClaimOptions,
     ClaimResult,
@@ -16,15 +14,12 @@ from xjobs.contract.driver import (
     Nack,
     NewJob,
 )
-from xjobs.contract.introspection import RequeueFilter
 from xjobs_redis.calls import jobs as calls
 from xjobs_redis.claim import ClaimPass
 from xjobs_redis.executor import Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queue_of, queues, reader
-from xjobs_redis.rows import flat_hash, job_record
-
-FINISHED_ORDER = tuple(sorted(FINISHED_STATES))
+from xjobs_redis.rows import job_move, job_record
 
 
 class RedisJobDriver:
@@ -102,49 +97,26 @@ class RedisJobDriver:
         if queue is None:
             return JobMove("missing")
         error = f"cancelled: {reason}" if reason else "cancelled"
-        call = calls.cancel(self._k, now=self._x.now(), queue=queue, job_id=job_id, error=error)
-        status, *rest = await self._x.run(call)
-        if status == "missing":
-            return JobMove("missing")
-        if status == "finished":
-            return JobMove("finished", state=str(rest[0]))
-        return JobMove("done", job_record(flat_hash(rest[0])))
+        call = calls.cancel(
+            self._k,
+            now=self._x.now(),
+            queue=queue,
+            job_ids=[job_id],
+            error=error,
+            answer_records=True,
+        )
+        (reply,) = await self._x.run(call)
+        return job_move(reply)
 
     async def requeue(self, job_id: str) -> JobMove:
         queue = await locate(self._x, self._k, job_id)
         if queue is None:
             return JobMove("missing")
-        call = calls.requeue(self._k, now=self._x.now(), queue=queue, job_id=job_id)
-        status, *rest = await self._x.run(call)
-        if status == "missing":
-            return JobMove("missing")
-        if status == "live":
-            return JobMove("live", state=str(rest[0]))
-        if status == "duplicate":
-            return JobMove("duplicate", holder=str(rest[0]) or None)
-        return JobMove("done", job_record(flat_hash(rest[0])))
-
-    async def requeue_many(self, where: RequeueFilter) -> BulkResult:
-        """One script per queue, in queue-name order, each with what is left of the limit."""
-        if where.queue is not None:
-            names = [where.queue]
-        else:
-            names = await queues(self._x, self._k)
-        states = [state for state in FINISHED_ORDER if state in where.states]
-        moved = remaining = 0
-        for queue in names:
-            call = calls.requeue_many(
-                self._k,
-                now=self._x.now(),
-                queue=queue,
-                states=states,
-                limit=where.limit - moved,
-                name=where.name,
-            )
-            step_moved, step_remaining = await self._x.run(call)
-            moved += int(step_moved)
-            remaining += int(step_remaining)
-        return BulkResult(moved=moved, remaining=remaining)
+        call = calls.requeue(
+            self._k, now=self._x.now(), queue=queue, job_ids=[job_id], answer_records=True
+        )
+        (reply,) = await self._x.run(call)
+        return job_move(reply)
 
     async def get(self, job_id: str) -> JobRecord | None:
         """Two round trips: the queue set, then every queue's candidate job HASH, pipelined."""

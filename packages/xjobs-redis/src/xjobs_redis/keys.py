@@ -20,6 +20,7 @@ from xjobs.names import validate_queue
 PREFIX_NAME: Final = re.compile(r"[a-z0-9_]{1,40}")
 DEFAULT_PREFIX: Final = "xjobs"
 JOB_MARK: Final = ":job:"
+COUNTER_TIERS: Final = ("minute", "hour", "day")
 
 
 def validate_prefix(prefix: object) -> str:
@@ -80,11 +81,47 @@ class Keys:
         """HASH of one run's steps: step name -> the record's JSON (on the job's slot, for the fence)."""
         return f"{self._queue(queue)}:steps:{run_id}"
 
+    def created(self, queue: str) -> str:
+        """ZSET of the live jobs (ready, running, waiting): score created_at_ms (the lists' index)."""
+        return f"{self._queue(queue)}:created"
+
+    def waiting(self, queue: str) -> str:
+        """ZSET of the waiting jobs: score run_at_ms (the queue counts split ready from waiting)."""
+        return f"{self._queue(queue)}:waiting"
+
+    def errors(self, queue: str) -> str:
+        """HASH job id -> its last attempt errors, one JSON object a line, oldest first."""
+        return f"{self._queue(queue)}:errors"
+
+    def paused(self, queue: str) -> str:
+        """STRING present while the queue is paused (its value the pause's paused_at_ms)."""
+        return f"{self._queue(queue)}:paused"
+
+    def paused_names(self, queue: str) -> str:
+        """SET of the job names paused in every queue, as this queue's claim reads them."""
+        return f"{self._queue(queue)}:paused_names"
+
+    def counters(self, queue: str, tier: str) -> str:
+        """HASH of one counter tier: `bucket_ms|outcome|name` -> count."""
+        return f"{self._queue(queue)}:counters:{_tier(tier)}"
+
+    def counter_index(self, queue: str, tier: str) -> str:
+        """ZSET of one counter tier's fields by bucket_ms (the rollup and the trim read it)."""
+        return f"{self._queue(queue)}:counter_index:{_tier(tier)}"
+
+    def counters_folded(self, queue: str) -> str:
+        """STRING: the minute bucket every earlier minute bucket of the queue was folded before."""
+        return f"{self._queue(queue)}:counters_folded"
+
     # -- global -------------------------------------------------------------------------------
 
     def queues(self) -> str:
         """SET of every queue name that was ever enqueued into."""
         return f"{self._global}:queues"
+
+    def pauses(self) -> str:
+        """HASH of every pause: `queue|<name>` or `job|<name>` -> paused_at_ms."""
+        return f"{self._global}:pauses"
 
     def wake_channel(self) -> str:
         """The pub/sub channel an enqueue of a due row publishes its queue name on."""
@@ -155,6 +192,12 @@ class Keys:
         running fleet holds survive an upgrade.
         """
         return f"{self.prefix}:{{{self.prefix}:lease:{key}}}"
+
+
+def _tier(tier: str) -> str:
+    if tier not in COUNTER_TIERS:
+        raise ValueError(f"{tier!r} is not a counter tier")
+    return tier
 
 
 def job_id_of(job_key: str) -> str:

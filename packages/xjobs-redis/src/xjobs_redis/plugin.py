@@ -9,6 +9,7 @@ from xjobs_redis.backend import open_backend
 
 @hookimpl
 def xjobs_backends() -> list[BackendFactory]:
+    """The Redis backend's factory (schemes `redis` and `rediss`)."""
     return [
         BackendFactory(
             name="redis",

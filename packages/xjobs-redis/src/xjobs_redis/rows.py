@@ -10,7 +10,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from xjobs.contract.driver import BuriedJob, ClaimedJob, JobRecord, JobState, NewJob
+from xjobs.contract.driver import BuriedJob, ClaimedJob, JobMove, JobRecord, JobState, NewJob
+from xjobs.contract.introspection import AttemptError, JobSummary
 from xjobs.errors import OptionInvalidError, PayloadInvalidError
 
 CLAIMED_FIELDS = (
@@ -30,6 +31,23 @@ CLAIMED_FIELDS = (
     "traceparent",
     "created_at_ms",
     "run_at_ms",
+)
+SUMMARY_FIELDS = (
+    "id",
+    "name",
+    "queue",
+    "state",
+    "tenant_id",
+    "priority",
+    "attempt",
+    "max_attempts",
+    "run_at_ms",
+    "created_at_ms",
+    "updated_at_ms",
+    "finished_at_ms",
+    "claimed_by",
+    "progress",
+    "last_error",
 )
 BURIED_FIELDS = ("id", "run_id", "name", "queue", "tenant_id", "payload", "state", "attempt")
 # The ready score is priority * 2^42 + run_at_ms in a double: exact while |priority| < 2^10.
@@ -161,3 +179,61 @@ def job_record(row: Mapping[str, str]) -> JobRecord:
         enqueued_by=row.get("enqueued_by"),
         traceparent=row.get("traceparent"),
     )
+
+
+def job_move(reply: Sequence[Any]) -> JobMove:
+    """One job's answer of a move script (cancel, requeue, promote, remove) as a `JobMove`."""
+    status = str(reply[0])
+    if status == "missing":
+        return JobMove("missing")
+    if status == "finished":
+        return JobMove("finished", state=str(reply[1]))
+    if status == "live":
+        return JobMove("live", state=str(reply[1]))
+    if status == "duplicate":
+        return JobMove("duplicate", holder=str(reply[1]) or None)
+    fields = reply[-1]
+    return JobMove("done", job_record(flat_hash(fields)) if fields else None)
+
+
+def job_summary(fields: Sequence[Any]) -> JobSummary:
+    """A job as a list shows it, from its HASH's `SUMMARY_FIELDS` (absent fields are `None`)."""
+    row = dict(zip(SUMMARY_FIELDS, fields, strict=True))
+    progress = row["progress"]
+    return JobSummary(
+        id=str(row["id"]),
+        name=str(row["name"]),
+        queue=str(row["queue"]),
+        state=_state(str(row["state"])),
+        tenant_id=row["tenant_id"],
+        priority=_int(row["priority"]),
+        attempt=_int(row["attempt"]),
+        max_attempts=_int(row["max_attempts"]),
+        run_at_ms=_int(row["run_at_ms"]),
+        created_at_ms=_int(row["created_at_ms"]),
+        updated_at_ms=_int(row["updated_at_ms"]),
+        finished_at_ms=_opt_int(row["finished_at_ms"]),
+        claimed_by=row["claimed_by"],
+        progress=None if progress is None else float(progress),
+        last_error=row["last_error"],
+    )
+
+
+def attempt_errors(job_id: str, history: str | None) -> list[AttemptError]:
+    """A job's field of its queue's errors HASH (one JSON object a line, oldest first)."""
+    if not history:
+        return []
+    errors = []
+    for line in history.split("\n"):
+        entry = json.loads(line)
+        worker = entry.get("worker")
+        errors.append(
+            AttemptError(
+                job_id=job_id,
+                attempt=int(entry["attempt"]),
+                worker_id=None if worker is None else str(worker),
+                at_ms=int(entry["at"]),
+                text=str(entry["text"]),
+            )
+        )
+    return errors

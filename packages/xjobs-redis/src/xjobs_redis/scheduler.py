@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from xjobs.contract.driver import NewJob
 from xjobs.contract.stores import TaskFire
 from xjobs_redis.calls import scheduler as calls
-from xjobs_redis.executor import Call, Command, Executor
+from xjobs_redis.executor import Executor
 from xjobs_redis.keys import Keys
 
 
@@ -50,8 +50,7 @@ class RedisSchedulerState:
     async def fire(
         self, task: str, previous_ms: int | None, occurrence_ms: int, job: NewJob
     ) -> bool:
-        """One round trip: the queue set's SADD (as an enqueue's) and `scheduler_fire.lua`, pipelined."""
-        queues_key, queue = self._k.queues(), job.queue
+        """One round trip: `scheduler_fire.lua` (its job's queue joins the queue set in it)."""
         fire = calls.scheduler_fire(
             self._k,
             now=self._x.now(),
@@ -60,9 +59,7 @@ class RedisSchedulerState:
             occurrence_ms=occurrence_ms,
             job=job,
         )
-        batch: list[Call | Command] = [lambda pipe: pipe.sadd(queues_key, queue), fire]
-        _, moved = await self._x.batch(batch)
-        return bool(moved == 1)
+        return bool(await self._x.run(fire) == 1)
 
     async def task_fires(self, tasks: Sequence[str] | None = None) -> dict[str, TaskFire]:
         key = self._k.scheduler_fires()

@@ -1,10 +1,13 @@
-"""The step and event scripts' calls: the fenced step write, and the event bus's send, find, park and purge."""
+"""The step and event scripts' calls: the fenced step write, and the event bus's send, find, park,
+purge and the drop of a removed job's wait."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from xjobs.contract.driver import Claim, Nack
+from xjobs.contract.introspection import COUNTED_OUTCOMES
 from xjobs.contract.stores import EventWait, StepRecord
 from xjobs_redis.executor import Arg, Call
 from xjobs_redis.keys import Keys
@@ -62,6 +65,7 @@ def _wait_entry(k: Keys, wait: EventWait) -> str:
         "job": k.job(wait.queue, wait.job_id),
         "ready": k.ready(wait.queue),
         "delayed": k.delayed(wait.queue),
+        "waiting": k.waiting(wait.queue),
     }
     return json.dumps(entry, ensure_ascii=False)
 
@@ -75,6 +79,11 @@ def event_park(k: Keys, *, now: str, queue: str, claim: Claim, wait: EventWait, 
         k.event_deadlines(),
         k.events_sent(wait.event),
         k.event_payloads(),
+        k.waiting(queue),
+        k.errors(queue),
+        k.counters(queue, "minute"),
+        k.counter_index(queue, "minute"),
+        k.created(queue),
     ]
     args: list[Arg] = [
         now,
@@ -90,8 +99,14 @@ def event_park(k: Keys, *, now: str, queue: str, claim: Claim, wait: EventWait, 
         wait.match,
         wait.since_ms,
         "" if wait.deadline_ms is None else wait.deadline_ms,
+        nack.outcome if nack.outcome in COUNTED_OUTCOMES else "",
     ]
     return Call("event_park", keys, args)
+
+
+def wait_drop(k: Keys, *, job_ids: Sequence[str]) -> Call:
+    """Drop the event waits of removed jobs (on the bus's slot)."""
+    return Call("wait_drop", [k.event_waits(), k.event_deadlines()], list(job_ids))
 
 
 def event_purge(k: Keys, *, older_than_ms: int) -> Call:

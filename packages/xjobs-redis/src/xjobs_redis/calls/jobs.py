@@ -1,18 +1,37 @@
-"""The job scripts' calls: enqueue, claim and peek, the fenced settles, and the operator moves."""
+"""The job scripts' calls: enqueue, claim and peek, the fenced settles, and the one-queue moves."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from xjobs.contract.driver import Claim, Nack, NewJob
+from xjobs.contract.introspection import COUNTED_OUTCOMES
 from xjobs_redis.executor import Arg, Call
 from xjobs_redis.keys import Keys
 from xjobs_redis.rows import enqueue_row
 
 
+def counted(outcome: str) -> str:
+    """A settle's counter argument: the outcome when it is counted, else ''."""
+    return outcome if outcome in COUNTED_OUTCOMES else ""
+
+
+def counter_keys(k: Keys, queue: str) -> list[str]:
+    """The minute counters HASH and its index, as every settling script takes them."""
+    return [k.counters(queue, "minute"), k.counter_index(queue, "minute")]
+
+
 def enqueue(k: Keys, *, now: str, queue: str, jobs: Sequence[NewJob]) -> Call:
     """One queue's batch, in order: each job's HASH key and its row's JSON."""
-    keys = [k.ready(queue), k.delayed(queue), k.live(queue), k.queues()]
+    keys = [
+        k.ready(queue),
+        k.delayed(queue),
+        k.live(queue),
+        k.queues(),
+        k.created(queue),
+        k.pauses(),
+        k.paused_names(queue),
+    ]
     keys += [k.job(queue, job.id) for job in jobs]
     return Call("enqueue", keys, [now, queue, k.wake_channel(), *map(enqueue_row, jobs)])
 
@@ -36,33 +55,55 @@ def claim(
         k.live(queue),
         k.finished(queue, "dead"),
         k.finished(queue, "failed"),
+        k.created(queue),
+        k.waiting(queue),
+        k.paused(queue),
+        k.paused_names(queue),
+        k.errors(queue),
+        *counter_keys(k, queue),
     ]
     return Call("claim", keys, [now, take, worker_id, lease_ms, buried_error, sweep_bound])
 
 
 def peek(k: Keys, *, now: str, queue: str, want: int, sweep_bound: int) -> Call:
     """The read-only look at a queue's best `want` candidates, as its claim would see them."""
-    keys = [k.ready(queue), k.delayed(queue), k.leased(queue)]
+    keys = [
+        k.ready(queue),
+        k.delayed(queue),
+        k.leased(queue),
+        k.paused(queue),
+        k.paused_names(queue),
+    ]
     return Call("peek", keys, [now, want, sweep_bound])
 
 
 def ack(k: Keys, *, now: str, queue: str, claim: Claim) -> Call:
-    """Settle the claim's run completed."""
+    """Settle the claim's run completed (and count it)."""
     keys = [
         k.job(queue, claim.job_id),
         k.leased(queue),
         k.live(queue),
         k.finished(queue, "completed"),
+        k.created(queue),
+        *counter_keys(k, queue),
     ]
     return Call("ack", keys, [now, claim.worker_id, claim.claims])
 
 
 def nack(k: Keys, *, now: str, queue: str, claim: Claim, nack: Nack) -> Call:
-    """Store the settle room's `nack` as it is: its state, run_at, attempt and error."""
+    """Store the settle room's `nack` as it is: its state, run_at, attempt, error and counter."""
     # A live state files the job in no finished ZSET; the failed one stands in, untouched, so
     # the script's KEYS keep one shape.
     filed = nack.state if nack.terminal else "failed"
-    keys = [*k.rescheduling(queue, claim.job_id), k.live(queue), k.finished(queue, filed)]
+    keys = [
+        *k.rescheduling(queue, claim.job_id),
+        k.live(queue),
+        k.finished(queue, filed),
+        k.created(queue),
+        k.waiting(queue),
+        k.errors(queue),
+        *counter_keys(k, queue),
+    ]
     args: list[Arg] = [
         now,
         claim.worker_id,
@@ -73,6 +114,8 @@ def nack(k: Keys, *, now: str, queue: str, claim: Claim, nack: Nack) -> Call:
         1 if nack.counts_as_attempt else 0,
         1 if nack.writes_error else 0,
         nack.error or "",
+        claim.job_id,
+        counted(nack.outcome),
     ]
     return Call("nack", keys, args)
 
@@ -89,30 +132,27 @@ def record_progress(k: Keys, *, now: str, queue: str, claim: Claim, progress: fl
     return Call("record_progress", [k.job(queue, claim.job_id)], args)
 
 
-def cancel(k: Keys, *, now: str, queue: str, job_id: str, error: str) -> Call:
-    """Cancel a live job, storing `error` as its last_error."""
+def cancel(
+    k: Keys, *, now: str, queue: str, job_ids: Sequence[str], error: str, answer_records: bool
+) -> Call:
+    """Cancel the live jobs among `job_ids` (one queue's), storing `error` as their last_error."""
     keys = [
-        k.job(queue, job_id),
         k.ready(queue),
         k.delayed(queue),
         k.leased(queue),
         k.live(queue),
         k.finished(queue, "cancelled"),
+        k.created(queue),
+        k.waiting(queue),
+        *counter_keys(k, queue),
+        *(k.job(queue, job_id) for job_id in job_ids),
     ]
-    return Call("cancel", keys, [now, error])
+    return Call("cancel", keys, [now, error, 1 if answer_records else 0])
 
 
-def requeue(k: Keys, *, now: str, queue: str, job_id: str) -> Call:
-    """Put one finished job back to ready (its finished ZSETs in the header's order)."""
-    keys = [k.job(queue, job_id), k.ready(queue), k.live(queue)]
+def requeue(k: Keys, *, now: str, queue: str, job_ids: Sequence[str], answer_records: bool) -> Call:
+    """Put the finished jobs among `job_ids` (one queue's) back to ready, each as `requeue` does."""
+    keys = [k.ready(queue), k.live(queue), k.created(queue)]
     keys += [k.finished(queue, state) for state in ("completed", "failed", "dead", "cancelled")]
-    return Call("requeue", keys, [now])
-
-
-def requeue_many(
-    k: Keys, *, now: str, queue: str, states: Sequence[str], limit: int, name: str | None
-) -> Call:
-    """One queue's share of a bulk requeue from `states` (finished states), at most `limit`."""
-    keys = [k.ready(queue), k.live(queue), *(k.finished(queue, state) for state in states)]
-    only: tuple[Arg, Arg] = (0, "") if name is None else (1, name)
-    return Call("requeue_many", keys, [now, max(limit, 0), *only])
+    keys += [k.job(queue, job_id) for job_id in job_ids]
+    return Call("requeue", keys, [now, 1 if answer_records else 0])

@@ -28,7 +28,8 @@ def scheduler_fire(
     occurrence_ms: int,
     job: NewJob,
 ) -> Call:
-    """Fire one occurrence: the watermark's move, then `job`'s enqueue (its row as enqueue's)."""
+    """Fire one occurrence: the watermark's move, then `job`'s enqueue (its row as enqueue's, its
+    queue joining the queue SET)."""
     queue = job.queue
     keys = [
         k.scheduler_watermarks(),
@@ -37,8 +38,12 @@ def scheduler_fire(
         k.delayed(queue),
         k.live(queue),
         k.job(queue, job.id),
+        k.created(queue),
+        k.queues(),
+        k.pauses(),
+        k.paused_names(queue),
     ]
-    args: list[Arg] = [now, task, _watermark(previous_ms), occurrence_ms, enqueue_row(job)]
+    args: list[Arg] = [now, task, _watermark(previous_ms), occurrence_ms, enqueue_row(job), queue]
     return Call("scheduler_fire", keys, args)
 
 

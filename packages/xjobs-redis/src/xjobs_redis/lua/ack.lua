@@ -1,8 +1,12 @@
--- ack: settle a run completed, fenced on state running AND the claim (claimed_by, claims).
+-- ack: settle a run completed, fenced on state running AND the claim (claimed_by, claims); the
+-- job leaves the live index by creation and its name's `completed` counter moves, in this step.
 -- KEYS[1]  the job HASH
 -- KEYS[2]  leased ZSET of the job's queue
 -- KEYS[3]  live HASH of the job's queue
 -- KEYS[4]  completed ZSET of the job's queue
+-- KEYS[5]  created ZSET of the job's queue (live jobs by created_at_ms, as lib files them)
+-- KEYS[6]  the queue's minute counters HASH
+-- KEYS[7]  the queue's minute counters index ZSET
 -- ARGV[1]  now in epoch ms, or '' for the server's clock
 -- ARGV[2]  the claim's worker id
 -- ARGV[3]  the claim's claims counter
@@ -16,6 +20,8 @@ end
 redis.call('HSET', job, 'state', 'completed', 'finished_at_ms', now, 'updated_at_ms', now)
 redis.call('HDEL', job, 'lease_until_ms')
 redis.call('ZREM', KEYS[2], job)
+redis.call('ZREM', KEYS[5], job)
 release_namespace(job, KEYS[3])
 file_finished(job, KEYS[4])
+count_ending(KEYS[6], KEYS[7], redis.call('HGET', job, 'name'), 'completed', now)
 return 1

@@ -1,19 +1,31 @@
 -- claim: one queue's share of a claim pass. Due delayed jobs move to ready (at most ARGV[6]);
 -- lapsed leases (at most ARGV[6]) on their final attempt (attempt >= max_attempts) are buried
--- (dead, or failed without dead_letter), the others become candidates beside ready; up to
--- ARGV[2] candidates in claim order (priority, run_at, id) move to running under a new claim.
--- KEYS[1]  ready ZSET of the queue
--- KEYS[2]  delayed ZSET of the queue
--- KEYS[3]  leased ZSET of the queue
--- KEYS[4]  live HASH of the queue
--- KEYS[5]  dead ZSET of the queue
--- KEYS[6]  failed ZSET of the queue
--- ARGV[1]  now in epoch ms, or '' for the server's clock
--- ARGV[2]  how many jobs to take (0: only promote and bury)
--- ARGV[3]  the claiming worker's id
--- ARGV[4]  the lease in ms
--- ARGV[5]  the last_error of a buried job
--- ARGV[6]  the most delayed jobs to promote, and lapsed leases to sweep, in this call
+-- (dead, or failed without dead_letter: the lapse recorded as the attempt's error, the ending
+-- counted, the job out of the live index by creation), the others become candidates beside
+-- ready; up to ARGV[2] candidates in claim order (priority, run_at, id) move to running under a
+-- new claim. The pauses are read here: a paused queue takes nothing (it still promotes and
+-- buries), and a job of a paused name is passed over where it stands (at most ARGV[6] of them
+-- per call), keeping its place in the queue.
+-- KEYS[1]   ready ZSET of the queue
+-- KEYS[2]   delayed ZSET of the queue
+-- KEYS[3]   leased ZSET of the queue
+-- KEYS[4]   live HASH of the queue
+-- KEYS[5]   dead ZSET of the queue
+-- KEYS[6]   failed ZSET of the queue
+-- KEYS[7]   created ZSET of the queue (live jobs by created_at_ms, as lib files them)
+-- KEYS[8]   waiting ZSET of the queue (its waiting jobs by run_at_ms)
+-- KEYS[9]   the queue's pause flag (a STRING while the queue is paused)
+-- KEYS[10]  the queue's SET of paused job names
+-- KEYS[11]  errors HASH of the queue (job id -> its attempt errors)
+-- KEYS[12]  the queue's minute counters HASH
+-- KEYS[13]  the queue's minute counters index ZSET
+-- ARGV[1]   now in epoch ms, or '' for the server's clock
+-- ARGV[2]   how many jobs to take (0: only promote and bury)
+-- ARGV[3]   the claiming worker's id
+-- ARGV[4]   the lease in ms
+-- ARGV[5]   the last_error of a buried job
+-- ARGV[6]   the most delayed jobs to promote, lapsed leases to sweep, and paused jobs to pass
+--           over, in this call
 -- reply: {claimed, buried}
 --   claimed: one {id, run_id, name, queue, tenant_id, payload, priority, attempt, max_attempts,
 --            dead_letter, claims, lease_until_ms, enqueued_by, traceparent, created_at_ms,
@@ -27,6 +39,17 @@ local worker_id = ARGV[3]
 local lease_until = now + tonumber(ARGV[4])
 local bound = tonumber(ARGV[6])
 
+if redis.call('EXISTS', KEYS[9]) == 1 then
+  want = 0
+end
+local held = nil -- the paused job names, when there are any
+if want > 0 and redis.call('SCARD', KEYS[10]) > 0 then
+  held = {}
+  for _, name in ipairs(redis.call('SMEMBERS', KEYS[10])) do
+    held[name] = true
+  end
+end
+
 for _, job in ipairs(redis.call('ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, bound)) do
   local f = redis.call('HMGET', job, 'priority', 'run_at_ms')
   if f[1] then
@@ -39,7 +62,7 @@ local buried = {}
 local rescued = {}
 for _, job in ipairs(redis.call('ZRANGEBYSCORE', leased, '-inf', now, 'LIMIT', 0, bound)) do
   local f = redis.call('HMGET', job, 'state', 'attempt', 'max_attempts', 'dead_letter',
-    'priority', 'run_at_ms')
+    'priority', 'run_at_ms', 'name', 'claimed_by', 'id')
   if f[1] ~= 'running' then
     redis.call('ZREM', leased, job)
   elseif tonumber(f[2]) >= tonumber(f[3]) then
@@ -48,11 +71,14 @@ for _, job in ipairs(redis.call('ZRANGEBYSCORE', leased, '-inf', now, 'LIMIT', 0
       'updated_at_ms', now)
     redis.call('HDEL', job, 'lease_until_ms')
     redis.call('ZREM', leased, job)
+    redis.call('ZREM', KEYS[7], job)
     release_namespace(job, live)
     file_finished(job, state == 'dead' and KEYS[5] or KEYS[6])
+    record_error(KEYS[11], f[9], f[2], f[8], now, ARGV[5])
+    count_ending(KEYS[12], KEYS[13], f[7], state == 'dead' and 'dead-lettered' or 'dropped', now)
     buried[#buried + 1] = redis.call('HMGET', job, 'id', 'run_id', 'name', 'queue', 'tenant_id',
       'payload', 'state', 'attempt')
-  else
+  elseif not (held and held[f[7]]) then
     rescued[#rescued + 1] = {ready_score(f[5], f[6]), job}
   end
 end
@@ -60,7 +86,7 @@ end
 local claimed = {}
 if want > 0 then
   local candidates = {}
-  local head = redis.call('ZRANGE', ready, 0, want - 1, 'WITHSCORES')
+  local head = redis.call('ZRANGE', ready, 0, want - 1 + (held and bound or 0), 'WITHSCORES')
   for i = 1, #head, 2 do
     candidates[#candidates + 1] = {tonumber(head[i + 1]), head[i]}
   end
@@ -76,17 +102,23 @@ if want > 0 then
       break
     end
     local job = pair[2]
-    local state = redis.call('HGET', job, 'state')
-    redis.call('ZREM', ready, job)
-    if state == 'ready' or state == 'waiting' or state == 'running' then
-      redis.call('HINCRBY', job, 'attempt', 1)
-      redis.call('HINCRBY', job, 'claims', 1)
-      redis.call('HSET', job, 'state', 'running', 'claimed_by', worker_id,
-        'lease_until_ms', lease_until, 'updated_at_ms', now)
-      redis.call('ZADD', leased, lease_until, job)
-      claimed[#claimed + 1] = redis.call('HMGET', job, 'id', 'run_id', 'name', 'queue',
-        'tenant_id', 'payload', 'priority', 'attempt', 'max_attempts', 'dead_letter', 'claims',
-        'lease_until_ms', 'enqueued_by', 'traceparent', 'created_at_ms', 'run_at_ms')
+    local f = redis.call('HMGET', job, 'state', 'name')
+    local state = f[1]
+    if not (held and held[f[2]] and is_live(state)) then
+      redis.call('ZREM', ready, job)
+      if is_live(state) then
+        if state == 'waiting' then
+          redis.call('ZREM', KEYS[8], job)
+        end
+        redis.call('HINCRBY', job, 'attempt', 1)
+        redis.call('HINCRBY', job, 'claims', 1)
+        redis.call('HSET', job, 'state', 'running', 'claimed_by', worker_id,
+          'lease_until_ms', lease_until, 'updated_at_ms', now)
+        redis.call('ZADD', leased, lease_until, job)
+        claimed[#claimed + 1] = redis.call('HMGET', job, 'id', 'run_id', 'name', 'queue',
+          'tenant_id', 'payload', 'priority', 'attempt', 'max_attempts', 'dead_letter', 'claims',
+          'lease_until_ms', 'enqueued_by', 'traceparent', 'created_at_ms', 'run_at_ms')
+      end
     end
   end
 end

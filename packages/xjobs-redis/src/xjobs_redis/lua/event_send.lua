@@ -1,9 +1,10 @@
 -- event_send: store an event stamped now and, in the same step, wake every run waiting for it
 -- whose match its payload satisfies: the wait is dropped and, if its job still waits under the
 -- wait's run id, the job is due now (run_at now, out of delayed into ready, as a claim promotes).
--- The woken job's keys (its HASH, its queue's ready and delayed ZSETs) are read from the wait
--- entry, not passed in KEYS: they live on the job's queue slot, so this script runs on a
--- standalone Redis and not on Cluster.
+-- The woken job's keys (its HASH, its queue's ready, delayed and waiting ZSETs) are read from
+-- the wait entry, not passed in KEYS: they live on the job's queue slot, so this script runs on
+-- a standalone Redis and not on Cluster. (A wait stored before the waiting ZSET existed names
+-- none; its job is then only moved.)
 -- KEYS[1]  the SET of every name's sent ZSET that holds events
 -- KEYS[2]  the event name's sent ZSET (event id by sent_at_ms)
 -- KEYS[3]  the event payloads HASH (event id -> payload JSON)
@@ -25,11 +26,14 @@ for _, job_id in ipairs(redis.call('SMEMBERS', KEYS[5])) do
   local wait = cjson.decode(redis.call('HGET', waits, job_id))
   if json_matches(payload, decode_json(wait.match)) then
     drop_wait(waits, deadlines, job_id)
-    local job, ready, delayed = wait.job, wait.ready, wait.delayed
+    local job, ready, delayed, waiting = wait.job, wait.ready, wait.delayed, wait.waiting
     local f = redis.call('HMGET', job, 'state', 'run_id')
     if f[1] == 'waiting' and f[2] == wait.run_id then
       redis.call('HSET', job, 'run_at_ms', now, 'updated_at_ms', now)
       file_ready(job, ready, delayed, now)
+      if waiting then
+        redis.call('ZADD', waiting, now, job)
+      end
     end
   end
 end

@@ -60,11 +60,13 @@ local function given(value)
 end
 
 -- Enqueue one decoded row (enqueue.lua's row JSON) as the job HASH `job` of its queue's ready,
--- delayed and live keys. A row whose id already names a job answers that job (a repeated
--- publish, live or finished); a row whose namespace a live job holds answers the live job;
--- otherwise the job is created, indexed in ready (due now) or delayed, and its namespace taken.
--- Answers {id, run_id, inserted (1 or 0)}.
-local function enqueue_row(job, ready, delayed, live, row, now)
+-- delayed, live and created keys. A row whose id already names a job answers that job (a
+-- repeated publish, live or finished); a row whose namespace a live job holds answers the live
+-- job; otherwise the job is created, indexed in ready (due now) or delayed, and its namespace
+-- taken. A job due at its creation with priority 0 sits in ready in creation order already (its
+-- score is its run_at, its created_at; ties by id), so only the others enter `created`: a plain
+-- enqueue costs no index entry for the operator's lists. Answers {id, run_id, inserted}.
+local function enqueue_row(job, ready, delayed, live, created, row, now)
   if redis.call('EXISTS', job) == 1 then
     local f = redis.call('HMGET', job, 'id', 'run_id')
     return {f[1], f[2], 0}
@@ -99,8 +101,23 @@ local function enqueue_row(job, ready, delayed, live, row, now)
   else
     redis.call('ZADD', delayed, run_at, job)
   end
+  if not (tonumber(row.priority) == 0 and run_at == now) then
+    redis.call('ZADD', created, now, job)
+  end
   redis.call('HSET', live, namespace, job)
   return {row.id, row.run_id, 1}
+end
+
+-- A queue joins the queue SET; a queue new to it inherits the job names paused deployment-wide
+-- (the pauses HASH's `job|<name>` fields) into its own SET of paused names, which its claim reads.
+local function join_queue(queues, pauses, paused_names, queue)
+  if redis.call('SADD', queues, queue) == 1 then
+    for _, row in ipairs(redis.call('HKEYS', pauses)) do
+      if string.sub(row, 1, 4) == 'job|' then
+        redis.call('SADD', paused_names, string.sub(row, 5))
+      end
+    end
+  end
 end
 
 -- Compare-and-set a task's watermark in the scheduler's watermarks HASH: from `previous` (''
@@ -287,4 +304,99 @@ local function drop_wait(waits, deadlines, job_id)
     redis.call('ZREM', deadlines, job_id)
   end
   return raw ~= false
+end
+
+-- Counters: one-minute buckets of endings per job name and outcome, per queue, moved by the
+-- settling script itself. A tier's HASH holds `bucket_ms|outcome|name` -> count (the name last,
+-- so it may hold a bar) and its index ZSET holds the same fields by bucket_ms, so the rollup and
+-- the trim find a bucket's fields without a scan. The retentions are xjobs_redis.counters'
+-- (a test checks they agree).
+local MINUTE_MS = 60000
+local HOUR_MS = 3600000
+local DAY_MS = 86400000
+local MINUTE_RETENTION_MS = 2 * DAY_MS
+local HOUR_RETENTION_MS = 30 * DAY_MS
+local DAY_RETENTION_MS = 365 * DAY_MS
+local COUNTER_TRIM = 2 -- expired minute fields a new field clears (bounded without a rollup)
+
+local function bucket_of(at, size)
+  return at - at % size
+end
+
+local function ms_text(ms)
+  return string.format('%d', ms)
+end
+
+-- Add `n` to one field of a tier (its HASH and index ZSET); a new field expires the tier's keys
+-- `retention` (plus one bucket) after its bucket, and clears up to COUNTER_TRIM expired fields,
+-- so a tier never grows without bound even when no rollup runs.
+local function add_count(counter, index, bucket, field, n, retention, size, now)
+  if redis.call('HINCRBY', counter, field, n) == n then
+    redis.call('ZADD', index, bucket, field)
+    local cutoff = '(' .. ms_text(now - retention)
+    local old = redis.call('ZRANGEBYSCORE', index, '-inf', cutoff, 'LIMIT', 0, COUNTER_TRIM)
+    if #old > 0 then
+      redis.call('HDEL', counter, unpack(old))
+      redis.call('ZREM', index, unpack(old))
+    end
+    local ttl = math.max(bucket + retention + size - now, size)
+    if redis.call('PTTL', counter) < ttl then
+      redis.call('PEXPIRE', counter, ttl)
+      redis.call('PEXPIRE', index, ttl)
+    end
+  end
+end
+
+-- Count one ending of job `name` as `outcome` in the minute bucket of `now` ('' counts nothing:
+-- the caller passes only the counted outcomes).
+local function count_ending(counter, index, name, outcome, now)
+  if outcome == '' or not name then
+    return
+  end
+  local bucket = bucket_of(now, MINUTE_MS)
+  local field = ms_text(bucket) .. '|' .. outcome .. '|' .. name
+  add_count(counter, index, bucket, field, 1, MINUTE_RETENTION_MS, MINUTE_MS, now)
+end
+
+-- Attempt errors: a queue's errors HASH holds, per job id, its last ERROR_HISTORY attempt errors
+-- oldest first, each a JSON object {attempt, worker, at, text} on a line of its own (JSON escapes
+-- every newline inside a string, so a line is one entry). A job that never failed has no field.
+local ERROR_HISTORY = 25
+
+local function record_error(errors, job_id, attempt, worker, now, text)
+  local entry = cjson.encode({
+    attempt = tonumber(attempt) or 0, worker = worker or cjson.null, at = now, text = text,
+  })
+  local history = redis.call('HGET', errors, job_id)
+  if history then
+    history = history .. '\n' .. entry
+    local count = 1
+    for _ in string.gmatch(history, '\n') do
+      count = count + 1
+    end
+    while count > ERROR_HISTORY do
+      history = string.sub(history, string.find(history, '\n', 1, true) + 1)
+      count = count - 1
+    end
+  else
+    history = entry
+  end
+  redis.call('HSET', errors, job_id, history)
+end
+
+-- Whether a state is live (ready, running, waiting).
+local function is_live(state)
+  return state == 'ready' or state == 'running' or state == 'waiting'
+end
+
+-- A finished job leaves the live jobs' indexes by creation and by waiting.
+local function unfile_live(job, created, waiting)
+  redis.call('ZREM', created, job)
+  redis.call('ZREM', waiting, job)
+end
+
+-- A job back in its queue after a run (a retry, a park, a requeue) no longer sits in ready in
+-- creation order, so it enters `created` (by created_at_ms) until it finishes.
+local function file_created(job, created)
+  redis.call('ZADD', created, redis.call('HGET', job, 'created_at_ms'), job)
 end

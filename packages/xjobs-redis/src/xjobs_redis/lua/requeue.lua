@@ -1,35 +1,48 @@
--- requeue: put one finished job back to ready, due now, attempts reset (claims never reset, so
--- an old claim stays fenced out), unless it is missing, live, or a live job holds its namespace.
--- KEYS[1]  the job HASH
--- KEYS[2]  ready ZSET of the job's queue
--- KEYS[3]  live HASH of the job's queue
--- KEYS[4]  completed ZSET of the job's queue
--- KEYS[5]  failed ZSET of the job's queue
--- KEYS[6]  dead ZSET of the job's queue
--- KEYS[7]  cancelled ZSET of the job's queue
--- ARGV[1]  now in epoch ms, or '' for the server's clock
--- reply: {'missing'} | {'live', state} | {'duplicate', holder job id}
---        | {'requeued', {field, value, ...}} (the whole job)
+-- requeue: put each given finished job of one queue back to ready, due now, attempts reset
+-- (claims never reset, so an old claim stays fenced out), filed in `created` (by creation),
+-- unless it is missing, live, or a live job holds its namespace (an earlier job of the same call
+-- included, so a batch never makes a duplicate). Its attempt errors are kept.
+-- KEYS[1]      ready ZSET of the queue
+-- KEYS[2]      live HASH of the queue
+-- KEYS[3]      created ZSET of the queue (live jobs by created_at_ms, as lib files them)
+-- KEYS[4]      completed ZSET of the queue
+-- KEYS[5]      failed ZSET of the queue
+-- KEYS[6]      dead ZSET of the queue
+-- KEYS[7]      cancelled ZSET of the queue
+-- KEYS[7 + r]  the HASH of job r
+-- ARGV[1]      now in epoch ms, or '' for the server's clock
+-- ARGV[2]      '1' to answer each requeued job's fields, '0' for none (a bulk retry)
+-- reply: one per job, in KEYS order: {'missing'} | {'live', state}
+--        | {'duplicate', holder job id} | {'requeued', {field, value, ...}} (whole, or empty)
 
 local now = clock_ms(ARGV[1])
-local job = KEYS[1]
-local state = redis.call('HGET', job, 'state')
-if not state then
-  return {'missing'}
+local ready, live, created = KEYS[1], KEYS[2], KEYS[3]
+local out = {}
+for r = 8, #KEYS do
+  local job = KEYS[r]
+  local state = redis.call('HGET', job, 'state')
+  if not state then
+    out[#out + 1] = {'missing'}
+  elseif is_live(state) then
+    out[#out + 1] = {'live', state}
+  else
+    local namespace = namespace_of(job)
+    local holder = redis.call('HGET', live, namespace)
+    if holder then
+      out[#out + 1] = {'duplicate', redis.call('HGET', holder, 'id') or ''}
+    else
+      redis.call('HSET', job, 'state', 'ready', 'attempt', 0, 'run_at_ms', now,
+        'updated_at_ms', now)
+      redis.call('HDEL', job, 'claimed_by', 'lease_until_ms', 'finished_at_ms', 'last_error',
+        'progress')
+      for k = 4, 7 do
+        redis.call('ZREM', KEYS[k], job)
+      end
+      redis.call('ZADD', ready, ready_score(redis.call('HGET', job, 'priority'), now), job)
+      file_created(job, created)
+      redis.call('HSET', live, namespace, job)
+      out[#out + 1] = {'requeued', ARGV[2] == '1' and whole(job) or {}}
+    end
+  end
 end
-if state == 'ready' or state == 'running' or state == 'waiting' then
-  return {'live', state}
-end
-local namespace = namespace_of(job)
-local holder = redis.call('HGET', KEYS[3], namespace)
-if holder then
-  return {'duplicate', redis.call('HGET', holder, 'id') or ''}
-end
-redis.call('HSET', job, 'state', 'ready', 'attempt', 0, 'run_at_ms', now, 'updated_at_ms', now)
-redis.call('HDEL', job, 'claimed_by', 'lease_until_ms', 'finished_at_ms', 'last_error', 'progress')
-for k = 4, 7 do
-  redis.call('ZREM', KEYS[k], job)
-end
-redis.call('ZADD', KEYS[2], ready_score(redis.call('HGET', job, 'priority'), now), job)
-redis.call('HSET', KEYS[3], namespace, job)
-return {'requeued', whole(job)}
+return out
