@@ -14,10 +14,21 @@ import nox
 
 ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "tests", "parity"]
+nox.options.sessions = ["lint", "typecheck", "tests", "parity", "faults"]
 nox.options.reuse_venv = "yes"
 
 PACKAGE_SOURCES = sorted(str(p) for p in (ROOT / "packages").glob("*/src"))
+TYPED_TEST_DIRS = [
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "packages").glob("*/tests")),
+    # each folder of tests/ on its own (several hold a conftest.py), then its loose files
+    *sorted(
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "tests").iterdir()
+        if p.is_dir() and p.name != "__pycache__"
+    ),
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("*.py")),
+    "bench",
+]
 
 
 def _drivers() -> dict[str, str]:
@@ -59,16 +70,28 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over every package's src/."""
+    """mypy --strict over every package's src/, then over each test directory and the benchmark."""
     _sync(session, "--all-packages", "--group", "dev")
     session.run("mypy", "--strict", *PACKAGE_SOURCES)
+    # One run per directory: each holds a top-level `conftest.py`, and in one run they would
+    # clash as duplicate modules. Every run is made, so one report lists every directory's errors.
+    failed: list[str] = []
+    for directory in TYPED_TEST_DIRS:
+        try:
+            session.run("mypy", "--strict", directory)
+        except nox.command.CommandFailed:
+            failed.append(directory)
+    if failed:
+        session.error(f"mypy --strict found errors in {', '.join(failed)}")
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Unit tests of every package, and the cross-package end-to-end and fault tests."""
+    """Unit tests of every package, and the cross-package end-to-end, install and docs tests
+    (the fault suite is its own session)."""
     _sync(session, "--all-packages", "--group", "dev")
-    _pytest(session, *sorted(str(p) for p in (ROOT / "packages").glob("*/tests")), "tests")
+    packages = sorted(str(p) for p in (ROOT / "packages").glob("*/tests"))
+    _pytest(session, *packages, "tests", "--ignore=tests/faults")
 
 
 @nox.session
@@ -144,3 +167,14 @@ def bench(session: nox.Session) -> None:
     peers = PEERS + (PEERS_312 if str(python_312).strip() == "True" else ())
     session.install(*peers)
     session.run("python", "-m", "bench", *session.posargs)
+
+
+@nox.session
+def faults(session: nox.Session) -> None:
+    """The fault suite (tests/faults): real servers and real worker, scheduler and relay processes
+    under kill -9, restarts, cut connections, partitions, SIGSTOP and hostile input.
+
+    `uv run nox -s faults -- --report` also writes the run's ledger into docs/reliability.md.
+    """
+    _sync(session, "--all-packages", "--group", "dev")
+    _pytest(session, "tests/faults")
