@@ -7,11 +7,23 @@ import re
 import pytest
 
 from xjobs.contract.driver import Claim, ClaimOptions, Nack
-from xjobs.contract.introspection import RequeueFilter
+from xjobs.contract.introspection import COUNTED_OUTCOMES, JobFilter, JobPosition
 from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
 from xjobs.ids import new_id
 from xjobs.run.settle import ending, parking, retrying, shedding
 from xjobs.testing.rows import new_job
+from xjobs_pg.operator_params import (
+    BulkParams,
+    CancelManyParams,
+    CounterParams,
+    ListParams,
+    PauseRowParams,
+    PromoteParams,
+    QueueCountsParams,
+    ResumeParams,
+    RollupParams,
+    WakingBulkParams,
+)
 from xjobs_pg.params import (
     NO_PARAMS,
     AckManyParams,
@@ -26,7 +38,6 @@ from xjobs_pg.params import (
     Params,
     ProgressParams,
     RelayClaimParams,
-    RequeueManyParams,
     RequeueParams,
     StageParams,
 )
@@ -63,6 +74,8 @@ WAIT = EventWait(JOB.id, JOB.run_id, "default", "wait", "paid", '{"n": 1}', NOW,
 STEP = StepRecord(JOB.run_id, "charge", "error", "1", "boom", 0, NOW)
 WORKER = WorkerInfo("worker-1", "host", 42, ("default",), NOW, NOW)
 OPTIONS = ClaimOptions("worker-1", {"default": 2}, 30_000, presence_ttl_ms=60_000, limit=2)
+WHERE = JobFilter(("dead",), "default", "test_job", "org-1", NOW - 1, NOW + 1)
+BULK = BulkParams(WHERE, ["dead"], NOW, 10, 100)
 
 # One record per statement, every value given (a null would prove nothing about its place).
 SAMPLES: dict[str, Params] = {
@@ -78,7 +91,21 @@ SAMPLES: dict[str, Params] = {
     "cancel": CancelParams(NOW, JOB.id, "cancelled"),
     "requeue": RequeueParams(NOW, JOB.id),
     "live_holder": One(JOB.id),
-    "requeue_many": RequeueManyParams(NOW, RequeueFilter(("dead",), "default", "test_job", 10)),
+    "promote": PromoteParams(NOW, JOB.id, "channel"),
+    "remove": One(JOB.id),
+    "list_jobs": ListParams(WHERE, ["dead"], JobPosition(NOW, JOB.id), 50),
+    "job_errors": One(JOB.id),
+    "queue_counts": QueueCountsParams(NOW, 10_000),
+    "cancel_many": CancelManyParams(BULK, "cancelled"),
+    "promote_many": WakingBulkParams(BULK, "channel"),
+    "remove_many": BULK,
+    "retry_many": WakingBulkParams(BULK, "channel"),
+    "counter_buckets": CounterParams("minute", NOW),
+    "rollup_counters": RollupParams(NOW),
+    "pause": PauseRowParams(NOW, "queue", "default"),
+    "resume": ResumeParams("queue", "default", "channel"),
+    "pause_list": NO_PARAMS,
+    "index_scans_only": NO_PARAMS,
     "worker_announce": AnnounceParams(NOW, WORKER, 60_000),
     "worker_beat": BeatParams(NOW, "worker-1", 60_000),
     "worker_forget": One("worker-1"),
@@ -172,6 +199,7 @@ def test_a_nack_binds_the_state_and_error_the_settle_room_decided(nack: Nack) ->
         nack.error is not None,
         nack.error,
         nack.state in ("dead", "failed"),
+        nack.outcome if nack.outcome in COUNTED_OUTCOMES else None,
     )
 
 

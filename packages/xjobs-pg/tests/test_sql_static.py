@@ -32,12 +32,16 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 SQL_DIR = SRC / "xjobs_pg" / "sql"
 SQL_PATHS = sorted(SQL_DIR.glob("*.sql"))
 TABLES = (
+    "attempt_errors",
+    "counter_folds",
+    "counters",
     "event_waits",
     "events",
     "jobs",
     "leaders",
     "slots",
     "outbox",
+    "pauses",
     "schema_version",
     "steps",
     "task_fires",

@@ -1,4 +1,4 @@
-"""Opening a Postgres `Backend`: the pool, the schema (installed when missing), the stores and the wake."""
+"""Opening a Postgres `Backend`: the pool, the schema (installed when missing), the stores, the operator surface and the wake."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from xjobs_pg.errors import interpret_error
 from xjobs_pg.events import PostgresEventBus
 from xjobs_pg.executor import Executor
 from xjobs_pg.install import SCHEMA_VERSION, install
+from xjobs_pg.introspection import PostgresIntrospection
 from xjobs_pg.outbox import PostgresOutboxStore
 from xjobs_pg.scheduler import PostgresAdvisoryLeader, PostgresLeaseLeader, PostgresSchedulerState
 from xjobs_pg.schema import DEFAULT_SCHEMA, quote_schema, wake_channel
@@ -91,11 +92,12 @@ async def open_backend(
         await listener.close()
         await pool.close()
 
+    jobs = PostgresJobDriver(executor, slots)
     return Backend(
         name="postgres",
         url=url,
         clock=clock,
-        jobs=PostgresJobDriver(executor, slots),
+        jobs=jobs,
         workers=PostgresWorkerRegistry(executor),
         slots=PostgresSlotStore(executor),
         steps=PostgresStepStore(executor),
@@ -103,6 +105,7 @@ async def open_backend(
         outbox=PostgresOutboxStore(executor, slots),
         scheduler=PostgresSchedulerState(executor, slots),
         leader=PostgresLeaseLeader(executor),
+        introspection=PostgresIntrospection(executor, jobs, slots),
         wake=source,
         on_close=close,
         on_install=do_install,

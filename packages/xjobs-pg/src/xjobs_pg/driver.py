@@ -10,7 +10,6 @@ import asyncpg
 
 from xjobs.contract.driver import (
     LAPSED_ON_FINAL_ATTEMPT,
-    BulkResult,
     Claim,
     ClaimOptions,
     ClaimResult,
@@ -21,7 +20,6 @@ from xjobs.contract.driver import (
     NewJob,
     assert_claim_queues,
 )
-from xjobs.contract.introspection import RequeueFilter
 from xjobs.errors import BackendError
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor
@@ -35,7 +33,6 @@ from xjobs_pg.params import (
     NackParams,
     One,
     ProgressParams,
-    RequeueManyParams,
     RequeueParams,
 )
 from xjobs_pg.rows import buried_job, claimed_job, job_record
@@ -117,7 +114,7 @@ class PostgresJobDriver:
         return ClaimResult(jobs=jobs, buried=buried)
 
     async def ack(self, claim: Claim) -> bool:
-        return await self._x.execute("ack", AckParams(self._x.now(), claim)) == 1
+        return await self._x.landed("ack", AckParams(self._x.now(), claim))
 
     async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:
         rows = await self._x.fetch("ack_many", AckManyParams(self._x.now(), claims))
@@ -125,7 +122,7 @@ class PostgresJobDriver:
         return [(claim.job_id, claim.claims) in landed for claim in claims]
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
-        return await self._x.execute("nack", NackParams(self._x.now(), claim, nack)) == 1
+        return await self._x.landed("nack", NackParams(self._x.now(), claim, nack))
 
     async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
         params = HeartbeatParams(self._x.now(), claim, lease_ms)
@@ -136,10 +133,10 @@ class PostgresJobDriver:
         return await self._x.execute("record_progress", params) == 1
 
     async def cancel(self, job_id: str, reason: str | None = None) -> JobMove:
-        if not _is_uuid(job_id):
+        if not is_uuid(job_id):
             return JobMove("missing")
-        error = f"cancelled: {reason}" if reason else "cancelled"
-        row = await self._x.fetchrow("cancel", CancelParams(self._x.now(), job_id, error))
+        params = CancelParams(self._x.now(), job_id, cancel_error(reason))
+        row = await self._x.fetchrow("cancel", params)
         if row is not None:
             return JobMove("done", job_record(row))
         record = await self.get(job_id)
@@ -148,7 +145,7 @@ class PostgresJobDriver:
         return JobMove("finished", state=record.state)
 
     async def requeue(self, job_id: str) -> JobMove:
-        if not _is_uuid(job_id):
+        if not is_uuid(job_id):
             return JobMove("missing")
         row = await self._x.fetchrow("requeue", RequeueParams(self._x.now(), job_id))
         if row is not None:
@@ -161,19 +158,20 @@ class PostgresJobDriver:
         holder = await self._x.fetchrow("live_holder", One(job_id))
         return JobMove("duplicate", holder=None if holder is None else str(holder["id"]))
 
-    async def requeue_many(self, where: RequeueFilter) -> BulkResult:
-        row = await self._x.fetchrow("requeue_many", RequeueManyParams(self._x.now(), where))
-        assert row is not None
-        return BulkResult(moved=row["moved"], remaining=row["remaining"])
-
     async def get(self, job_id: str) -> JobRecord | None:
-        if not _is_uuid(job_id):
+        if not is_uuid(job_id):
             return None
         row = await self._x.fetchrow("get_job", One(job_id))
         return None if row is None else job_record(row)
 
 
-def _is_uuid(value: str) -> bool:
+def cancel_error(reason: str | None) -> str:
+    """The `last_error` a cancel writes."""
+    return f"cancelled: {reason}" if reason else "cancelled"
+
+
+def is_uuid(value: str) -> bool:
+    """Whether `value` can name a row (ids are uuids here: anything else names no job)."""
     try:
         uuid.UUID(value)
     except (ValueError, TypeError, AttributeError):

@@ -8,7 +8,7 @@ from xjobs.contract.driver import Claim, Nack
 from xjobs.contract.stores import EventRecord, EventWait
 from xjobs.ids import new_id
 from xjobs_pg.errors import interpret_error
-from xjobs_pg.executor import Executor, rows_touched
+from xjobs_pg.executor import Executor
 from xjobs_pg.params import NackParams, One
 from xjobs_pg.store_params import EventWakeParams, FindParams, RegisterParams, SendParams
 from xjobs_pg.wake_slots import WakeSlots
@@ -70,7 +70,8 @@ class PostgresEventBus:
                     # A matching event is already stored: due now (a null run_at is the statement's now).
                     nack = replace(nack, run_at_ms=None)
                 park = NackParams(self._x.now(), claim, nack)
-                if rows_touched(await conn.execute(sql["nack"], *park.bind())) != 1:
+                landed = await conn.fetchval(sql["nack"], *park.bind())
+                if landed != 1:
                     raise _Missed
         except _Missed:
             return False

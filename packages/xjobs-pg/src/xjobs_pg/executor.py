@@ -40,6 +40,11 @@ class Executor:
         except Exception as exc:
             raise interpret_error(exc) from exc
 
+    async def landed(self, name: str, params: Params) -> bool:
+        """Run a settle that answers `landed`, the count of rows its fence let through (0 or 1)."""
+        row = await self.fetchrow(name, params)
+        return row is not None and row["landed"] == 1
+
     async def execute(self, name: str, params: Params = NO_PARAMS) -> int:
         """Run a statement; answers how many rows it touched."""
         try:
@@ -47,6 +52,12 @@ class Executor:
         except Exception as exc:
             raise interpret_error(exc) from exc
         return rows_touched(status)
+
+    async def fetch_by_index(self, name: str, params: Params) -> list[asyncpg.Record]:
+        """Run a read that counts to a cap with bitmap scans off (`index_scans_only`): each scan
+        is then an index scan that stops at its limit, whatever the planner estimates."""
+        rows = await self.in_transaction([("index_scans_only", NO_PARAMS), (name, params)])
+        return rows[1]
 
     async def in_transaction(
         self, statements: Sequence[tuple[str, Params]]

@@ -1,4 +1,7 @@
-"""The job statements' parameters (jobs, settle, operator, outbox): a record each, whose one `bind()` is its `$n` order."""
+"""The job statements' parameters (jobs, settle, operator, outbox): a record each, whose one `bind()` is its `$n` order.
+
+The operator surface's statements (listing, bulk, ledger) have theirs in `operator_params`.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from xjobs.contract.driver import Claim, ClaimOptions, Nack, NewJob
-from xjobs.contract.introspection import RequeueFilter
+from xjobs.contract.introspection import COUNTED_OUTCOMES
 
 Bound = tuple[object, ...]
 JOB_COLUMNS = 13  # the inserted columns of a new job, as `job_columns` lists them
@@ -147,7 +150,8 @@ class NackParams:
     """`nack` (the driver's, and the event bus's park): the settle room's `Nack` stored as handed.
 
     $1 now, $2..$4 the claim, $5 the next state, $6 run_at, $7 one when the attempt is handed
-    back, $8 whether last_error is written, $9 the error, $10 whether the state is terminal.
+    back, $8 whether last_error is written, $9 the error, $10 whether the state is terminal,
+    $11 the outcome when the counters count it (`None`: a shed, a park, a hand-back).
     """
 
     now_ms: int | None
@@ -165,6 +169,7 @@ class NackParams:
             n.writes_error,
             n.error,
             n.terminal,
+            n.outcome if n.outcome in COUNTED_OUTCOMES else None,
         )
 
 
@@ -216,18 +221,6 @@ class RequeueParams:
 
     def bind(self) -> Bound:
         return (self.now_ms, self.job_id)
-
-
-@dataclass(frozen=True, slots=True)
-class RequeueManyParams:
-    """`requeue_many`: $1 now, $2 states, $3 queue, $4 name, $5 limit."""
-
-    now_ms: int | None
-    where: RequeueFilter
-
-    def bind(self) -> Bound:
-        w = self.where
-        return (self.now_ms, list(w.states), w.queue, w.name, w.limit)
 
 
 # -- outbox.sql ------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ TEST_BACKEND = "xjobs_pg.testing:test_backend"
 
 @hookimpl
 def xjobs_backends() -> list[BackendFactory]:
+    """The `postgres` backend factory."""
     return [
         BackendFactory(
             name="postgres",

@@ -1,6 +1,7 @@
 """The package's SQL: `.sql` files beside this module, one `-- name:` block per statement, loaded once.
 
-A `-- fragment: x` block is text several statements share, written into them where they say `{x}`.
+A `-- fragment: x` block is text several statements share, written into them where they say `{x}`
+(a fragment may name another: it is written out first).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ SQL_FILES = (
     "jobs.sql",
     "settle.sql",
     "operator.sql",
+    "listing.sql",
+    "bulk.sql",
+    "ledger.sql",
     "stores.sql",
     "steps.sql",
     "events.sql",
@@ -53,10 +57,16 @@ def _named() -> dict[str, str]:
             if name in blocks["name"] or name in blocks["fragment"]:
                 raise RuntimeError(f"statement or fragment {name!r} is named twice")
             blocks[kind][name] = body
-    found = blocks["name"]
-    for fragment, text in blocks["fragment"].items():
-        found = {name: body.replace("{" + fragment + "}", text) for name, body in found.items()}
-    return found
+    fragments = blocks["fragment"]
+    for _ in range(len(fragments)):
+        fragments = {name: _written(body, fragments) for name, body in fragments.items()}
+    return {name: _written(body, fragments) for name, body in blocks["name"].items()}
+
+
+def _written(body: str, fragments: dict[str, str]) -> str:
+    for fragment, text in fragments.items():
+        body = body.replace("{" + fragment + "}", text)
+    return body
 
 
 class Statements:

@@ -59,10 +59,17 @@ create index if not exists jobs_leased
     on {schema}.jobs (queue, lease_until_ms)
     where state = 'running';
 
--- Bulk operator moves and retention read finished rows by state.
-create index if not exists jobs_finished
-    on {schema}.jobs (state, created_at_ms, id)
-    where state in ('completed', 'failed', 'dead', 'cancelled');
+-- The operator index, one for every read that is not the claim: a list page newest first,
+-- a bulk verb oldest first, and the bounded counts of a queue, each in one queue and one state
+-- at a time (the statements walk every known queue by a loose scan of its first column, one
+-- index descent a queue, and every asked state). One composite index, not one a filter: every
+-- index on jobs costs each enqueue, claim and settle a write, so queue, state and the keyset
+-- (created_at_ms, id) share one. It replaces jobs_finished of version 5, whose reads (finished
+-- rows by state, oldest first) it serves in each queue.
+create index if not exists jobs_listed
+    on {schema}.jobs (queue, state, created_at_ms, id);
+
+drop index if exists {schema}.jobs_finished;
 
 create table if not exists {schema}.workers (
     id text primary key,
@@ -201,5 +208,53 @@ create index if not exists outbox_published
     on {schema}.outbox (published_at_ms)
     where published_at_ms is not null;
 
-insert into {schema}.schema_version (singleton, version) values (true, 5)
+-- Version 6, the operator surface. Each attempt error a settle stored: the nack that writes
+-- last_error writes its row, and so does the burial of a lapsed final attempt, in the same
+-- statement. Keyed by the claim count, the fencing token, so one claim writes at most one error
+-- and the key orders them oldest first. The writing statement drops the oldest of its job past
+-- 25 rows (MAX_ERROR_HISTORY). A removed job takes its rows along.
+create table if not exists {schema}.attempt_errors (
+    job_id uuid not null,
+    claims integer not null,
+    attempt integer not null,
+    worker_id text,
+    at_ms bigint not null,
+    error text not null,
+    primary key (job_id, claims)
+);
+
+-- Counters: how many runs of a job name ended with an outcome in a bucket of a tier. A settle
+-- bumps its minute row in the settling statement. A minute row is spread over shards (the
+-- settling backend pid modulo 8) so concurrent settles of one job name seldom wait on one row
+-- lock, and every read sums the shards. Hour and day rows are written by the rollup alone, in
+-- shard 0. The key serves the rollup scan of unfolded minutes and a read of a tier since an
+-- instant.
+create table if not exists {schema}.counters (
+    tier text not null check (tier in ('minute', 'hour', 'day')),
+    bucket_ms bigint not null,
+    name text not null,
+    outcome text not null,
+    shard smallint not null,
+    count bigint not null,
+    primary key (tier, bucket_ms, name, outcome, shard)
+);
+
+-- The minute buckets folded into their hour and day. The rollup inserts a bucket here before
+-- folding it, and folds only the buckets its insert landed, so a bucket is folded at most once,
+-- even by two rollups at once (the second waits on the first and then finds the bucket taken).
+create table if not exists {schema}.counter_folds (
+    bucket_ms bigint primary key,
+    folded_at_ms bigint not null
+);
+
+-- Pauses the claim reads (not exists): a whole queue, or one job name in every queue. A task
+-- pause stays in task_pauses, which only the scheduler reads.
+create table if not exists {schema}.pauses (
+    kind text not null check (kind in ('queue', 'job')),
+    name text not null,
+    paused_at_ms bigint not null,
+    primary key (kind, name)
+);
+
+insert into {schema}.schema_version (singleton, version) values (true, 6)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);

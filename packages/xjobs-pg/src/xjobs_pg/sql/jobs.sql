@@ -101,6 +101,15 @@ order by i.ord;
 -- One statement: refresh the worker presence ($7), bury lapsed leases on their final attempt,
 -- and move up to $3[q] due jobs per queue and $5 in all to running, in claim order (priority,
 -- run_at, id), each locked with skip locked so concurrent workers never take one job twice.
+-- A paused queue is left out before its scan, and a job of a paused name is passed over by the
+-- scan (not exists on the pauses key, so the scan of jobs_claimable keeps its order and its
+-- index condition). A burial settles in this statement: it stores the attempt error it writes
+-- and bumps the minute counter (dead-lettered or dropped), as a nack would.
+-- Every parameter whose value the planner could estimate from (the queues, their limits, the
+-- total, the presence TTL) is read through a scalar subquery, so a plan made for the values at
+-- hand costs what the generic plan costs, and the server keeps the generic plan after the fifth
+-- claim of a session instead of planning each claim again (planning cost more than the claim
+-- itself). The plan is the same index scan in claim order (test_explain.py pins the cached one).
 -- $1 now, $2 queues, $3 their limits, $4 worker, $5 the total limit, $6 lease ms,
 -- $7 presence TTL ms (null: none), $8 the error a burial writes.
 with params as (
@@ -110,13 +119,13 @@ presence as (
     update {schema}.workers w
     set last_seen_ms = p.now_ms, expires_at_ms = p.now_ms + $7::bigint
     from params p
-    where $7::bigint is not null and w.id = $4 and w.expires_at_ms > p.now_ms
+    where (select $7::bigint) is not null and w.id = $4 and w.expires_at_ms > p.now_ms
     returning w.id
 ),
 exhausted as (
     select j.id
     from {schema}.jobs j
-    where j.state = 'running' and j.queue = any($2::text[])
+    where j.state = 'running' and j.queue = any((select $2::text[])::text[])
       and j.lease_until_ms <= (select now_ms from params)
       and j.attempt >= j.max_attempts
     for update of j skip locked
@@ -128,16 +137,34 @@ buried as (
     from params p
     where j.id in (select id from exhausted)
     returning j.id, j.run_id, j.name, j.queue, j.tenant_id, j.payload::text as payload, j.state,
-              j.attempt
+              j.attempt, j.claims, j.claimed_by, p.now_ms
+),
+failed_attempts as (
+    select b.id as job_id, b.claims, b.attempt, b.claimed_by as worker_id, b.now_ms as at_ms,
+           $8::text as error
+    from buried b
+),
+{error_history},
+counted as (
+    select b.name, case when b.state = 'dead' then 'dead-lettered' else 'dropped' end as outcome,
+           b.now_ms
+    from buried b
+),
+{count_minute},
+running_queues as (
+    select q.queue, q.lim
+    from unnest((select $2::text[]), (select $3::int[])) as q(queue, lim)
+    where not exists (select 1 from {schema}.pauses p where p.kind = 'queue' and p.name = q.queue)
 ),
 due as (
     select q.queue, q.lim, d.id, d.priority, d.run_at_ms
-    from unnest($2::text[], $3::int[]) as q(queue, lim)
+    from running_queues q
     cross join lateral (
         select j.id, j.priority, j.run_at_ms
         from {schema}.jobs j
         where j.queue = q.queue and j.state in ('ready', 'waiting')
           and j.run_at_ms <= (select now_ms from params)
+          and not exists (select 1 from {schema}.pauses p where p.kind = 'job' and p.name = j.name)
         order by j.priority, j.run_at_ms, j.id
         limit q.lim
         for update of j skip locked
@@ -145,13 +172,14 @@ due as (
 ),
 rescued as (
     select q.queue, q.lim, r.id, r.priority, r.run_at_ms
-    from unnest($2::text[], $3::int[]) as q(queue, lim)
+    from running_queues q
     cross join lateral (
         select j.id, j.priority, j.run_at_ms
         from {schema}.jobs j
         where j.queue = q.queue and j.state = 'running'
           and j.lease_until_ms <= (select now_ms from params)
           and j.attempt < j.max_attempts
+          and not exists (select 1 from {schema}.pauses p where p.kind = 'job' and p.name = j.name)
         order by j.priority, j.run_at_ms, j.id
         limit q.lim
         for update of j skip locked
@@ -166,7 +194,7 @@ candidates as (
                 select queue, lim, id, priority, run_at_ms from rescued) u) ranked
     where ranked.rank <= ranked.lim
     order by ranked.priority, ranked.run_at_ms, ranked.id
-    limit $5
+    limit (select $5::bigint)
 ),
 claimed as (
     update {schema}.jobs j

@@ -7,17 +7,32 @@ from {schema}.jobs
 where id = $1;
 
 -- name: cancel
--- Fenced on the live states: a finished job is not cancelled twice.
+-- Fenced on the live states: a finished job is not cancelled twice. The cancel bumps the minute
+-- counter (cancelled) in the same statement.
 -- $1 now, $2 job id, $3 the error written.
-update {schema}.jobs
-set state = 'cancelled', lease_until_ms = null, last_error = $3,
-    finished_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint),
-    updated_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
-where id = $2 and state in ('ready', 'running', 'waiting')
-returning id, run_id, name, queue, state, tenant_id, idempotency_key, payload::text as payload,
-          priority, attempt, max_attempts, dead_letter, claims, claimed_by, lease_until_ms,
-          run_at_ms, created_at_ms, updated_at_ms, finished_at_ms, last_error, progress,
-          enqueued_by, traceparent;
+with params as (
+    select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
+),
+cancelled as (
+    update {schema}.jobs j
+    set state = 'cancelled', lease_until_ms = null, last_error = $3,
+        finished_at_ms = p.now_ms, updated_at_ms = p.now_ms
+    from params p
+    where j.id = $2 and j.state in ('ready', 'running', 'waiting')
+    returning j.id, j.run_id, j.name, j.queue, j.state, j.tenant_id, j.idempotency_key,
+              j.payload::text as payload, j.priority, j.attempt, j.max_attempts, j.dead_letter,
+              j.claims, j.claimed_by, j.lease_until_ms, j.run_at_ms, j.created_at_ms,
+              j.updated_at_ms, j.finished_at_ms, j.last_error, j.progress, j.enqueued_by,
+              j.traceparent, p.now_ms
+),
+counted as (
+    select c.name, 'cancelled' as outcome, c.now_ms from cancelled c
+),
+{count_minute}
+select id, run_id, name, queue, state, tenant_id, idempotency_key, payload, priority, attempt,
+       max_attempts, dead_letter, claims, claimed_by, lease_until_ms, run_at_ms, created_at_ms,
+       updated_at_ms, finished_at_ms, last_error, progress, enqueued_by, traceparent
+from cancelled;
 
 -- name: requeue
 -- One statement: a finished job whose namespace no live row holds goes back to ready with its
@@ -48,38 +63,61 @@ join {schema}.jobs live
 where j.id = $1
 limit 1;
 
--- name: requeue_many
--- Eligible rows: finished, matching the filter, one per namespace (the oldest), and no live row
--- holding that namespace. Moves the oldest $5 of them and reports what is left to move.
--- $1 now, $2 states, $3 queue (null: any), $4 job name (null: any), $5 limit.
+-- name: promote
+-- Makes a ready job (delayed or retrying) due now, and notifies its queue.
+-- Answers nothing when the job is not ready: the driver reads why.
+-- $1 now, $2 job id, $3 channel.
 with params as (
     select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
 ),
-eligible as (
-    select distinct on (j.name, coalesce(j.tenant_id, ''), j.idempotency_key)
-           j.id, j.created_at_ms
-    from {schema}.jobs j
-    where j.state = any($2::text[])
-      and ($3::text is null or j.queue = $3)
-      and ($4::text is null or j.name = $4)
-      and not exists (
-          select 1 from {schema}.jobs live
-          where live.name = j.name and coalesce(live.tenant_id, '') = coalesce(j.tenant_id, '')
-            and live.idempotency_key = j.idempotency_key
-            and live.state in ('ready', 'running', 'waiting'))
-    order by j.name, coalesce(j.tenant_id, ''), j.idempotency_key, j.created_at_ms, j.id
-),
-picked as (
-    select e.id from eligible e order by e.created_at_ms, e.id limit $5
-),
-moved as (
+promoted as (
     update {schema}.jobs j
-    set state = 'ready', attempt = 0, run_at_ms = p.now_ms, claimed_by = null,
-        lease_until_ms = null, finished_at_ms = null, last_error = null, progress = null,
-        updated_at_ms = p.now_ms
+    set run_at_ms = least(j.run_at_ms, p.now_ms), updated_at_ms = p.now_ms
     from params p
-    where j.id in (select id from picked)
-    returning j.id
+    where j.id = $2 and j.state = 'ready'
+    returning j.id, j.run_id, j.name, j.queue, j.state, j.tenant_id, j.idempotency_key,
+              j.payload::text as payload, j.priority, j.attempt, j.max_attempts, j.dead_letter,
+              j.claims, j.claimed_by, j.lease_until_ms, j.run_at_ms, j.created_at_ms,
+              j.updated_at_ms, j.finished_at_ms, j.last_error, j.progress, j.enqueued_by,
+              j.traceparent
+),
+woken as (
+    select pg_notify($3, p.queue) from promoted p
 )
-select (select count(*) from moved) as moved,
-       (select count(*) from eligible) - (select count(*) from moved) as remaining;
+select id, run_id, name, queue, state, tenant_id, idempotency_key, payload, priority, attempt,
+       max_attempts, dead_letter, claims, claimed_by, lease_until_ms, run_at_ms, created_at_ms,
+       updated_at_ms, finished_at_ms, last_error, progress, enqueued_by, traceparent,
+       (select count(*) from woken) as woken
+from promoted;
+
+-- name: remove
+-- Deletes a finished job with its steps, attempt errors and event wait, and answers the job as
+-- it was. Answers nothing when the job is live or unknown: the driver reads which.
+-- $1 job id.
+with gone as (
+    delete from {schema}.jobs j
+    where j.id = $1 and j.state in ('completed', 'failed', 'dead', 'cancelled')
+    returning j.id, j.run_id, j.name, j.queue, j.state, j.tenant_id, j.idempotency_key,
+              j.payload::text as payload, j.priority, j.attempt, j.max_attempts, j.dead_letter,
+              j.claims, j.claimed_by, j.lease_until_ms, j.run_at_ms, j.created_at_ms,
+              j.updated_at_ms, j.finished_at_ms, j.last_error, j.progress, j.enqueued_by,
+              j.traceparent
+),
+{forget_removed}
+select id, run_id, name, queue, state, tenant_id, idempotency_key, payload, priority, attempt,
+       max_attempts, dead_letter, claims, claimed_by, lease_until_ms, run_at_ms, created_at_ms,
+       updated_at_ms, finished_at_ms, last_error, progress, enqueued_by, traceparent
+from gone;
+
+-- fragment: forget_removed
+-- The CTEs that delete what hangs off each job of the CTE gone (id, run_id): its steps, its
+-- attempt errors and its event wait.
+gone_steps as (
+    delete from {schema}.steps s using gone g where s.run_id = g.run_id
+),
+gone_errors as (
+    delete from {schema}.attempt_errors e using gone g where e.job_id = g.id
+),
+gone_waits as (
+    delete from {schema}.event_waits w using gone g where w.job_id = g.id
+)

@@ -2,41 +2,85 @@
 -- worker whose claim moved on updates nothing, and the driver reports that it did not land.
 
 -- name: ack
+-- Completes the run and bumps its minute counter (completed) in the same statement, and answers
+-- whether it landed.
 -- $1 now, $2 job id, $3 worker, $4 claims.
-update {schema}.jobs
-set state = 'completed', lease_until_ms = null,
-    finished_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint),
-    updated_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
-where id = $2 and state = 'running' and claimed_by = $3 and claims = $4;
+with params as (
+    select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
+),
+settled as (
+    update {schema}.jobs j
+    set state = 'completed', lease_until_ms = null, finished_at_ms = p.now_ms,
+        updated_at_ms = p.now_ms
+    from params p
+    where j.id = $2 and j.state = 'running' and j.claimed_by = $3 and j.claims = $4
+    returning j.name, p.now_ms
+),
+counted as (
+    select s.name, 'completed' as outcome, s.now_ms from settled s
+),
+{count_minute}
+select count(*) as landed from settled;
 
 -- name: ack_many
 -- The ack of many runs in one statement: each row is fenced on its own claim ($2, $3, $4 are
--- parallel arrays of job id, worker and claim count), and answers the (id, claims) pairs that landed.
-update {schema}.jobs j
-set state = 'completed', lease_until_ms = null, finished_at_ms = p.now_ms, updated_at_ms = p.now_ms
-from (select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms) p,
-     unnest($2::uuid[], $3::text[], $4::int[]) as c(id, worker_id, claims)
-where j.id = c.id and j.state = 'running' and j.claimed_by = c.worker_id and j.claims = c.claims
-returning j.id, j.claims;
-
--- name: nack
--- Stores the Nack the settle room decided, as handed: nothing here derives a state.
--- $1 now, $2 job id, $3 worker, $4 claims, $5 the next state, $6 run_at (null: now), $7 one
--- when the attempt is handed back, $8 whether last_error is written, $9 the error, $10 whether
--- the state is terminal (run_at is kept, finished_at set).
+-- parallel arrays of job id, worker and claim count), and answers the (id, claims) pairs that
+-- landed. The batch bumps its minute counters with one upsert per job name.
 with params as (
     select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
-)
-update {schema}.jobs j
-set state = $5,
-    run_at_ms = case when $10::boolean then j.run_at_ms else coalesce($6::bigint, p.now_ms) end,
-    attempt = greatest(j.attempt - $7::int, 0),
-    last_error = case when $8::boolean then $9 else j.last_error end,
-    finished_at_ms = case when $10::boolean then p.now_ms else null end,
-    lease_until_ms = null,
-    updated_at_ms = p.now_ms
-from params p
-where j.id = $2 and j.state = 'running' and j.claimed_by = $3 and j.claims = $4;
+),
+settled as (
+    update {schema}.jobs j
+    set state = 'completed', lease_until_ms = null, finished_at_ms = p.now_ms,
+        updated_at_ms = p.now_ms
+    from params p, unnest($2::uuid[], $3::text[], $4::int[]) as c(id, worker_id, claims)
+    where j.id = c.id and j.state = 'running' and j.claimed_by = c.worker_id
+      and j.claims = c.claims
+    returning j.id, j.claims, j.name, p.now_ms
+),
+counted as (
+    select s.name, 'completed' as outcome, s.now_ms from settled s
+),
+{count_minute}
+select s.id, s.claims from settled s;
+
+-- name: nack
+-- Stores the Nack the settle room decided, as handed: nothing here derives a state. When it
+-- writes last_error it stores the attempt error too (the attempt is the one the claim counted,
+-- before a hand-back), and a counted outcome bumps its minute counter, all in this statement.
+-- Answers whether it landed.
+-- $1 now, $2 job id, $3 worker, $4 claims, $5 the next state, $6 run_at (null: now), $7 one
+-- when the attempt is handed back, $8 whether last_error is written, $9 the error, $10 whether
+-- the state is terminal (run_at is kept, finished_at set), $11 the outcome when counters count
+-- it (null: not counted).
+with params as (
+    select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
+),
+settled as (
+    update {schema}.jobs j
+    set state = $5,
+        run_at_ms = case when $10::boolean then j.run_at_ms else coalesce($6::bigint, p.now_ms) end,
+        attempt = greatest(j.attempt - $7::int, 0),
+        last_error = case when $8::boolean then $9 else j.last_error end,
+        finished_at_ms = case when $10::boolean then p.now_ms else null end,
+        lease_until_ms = null,
+        updated_at_ms = p.now_ms
+    from params p
+    where j.id = $2 and j.state = 'running' and j.claimed_by = $3 and j.claims = $4
+    returning j.id, j.name, j.claims, j.attempt + $7::int as attempt, p.now_ms
+),
+failed_attempts as (
+    select s.id as job_id, s.claims, s.attempt, $3::text as worker_id, s.now_ms as at_ms,
+           $9::text as error
+    from settled s
+    where $8::boolean and $9::text is not null
+),
+{error_history},
+counted as (
+    select s.name, $11::text as outcome, s.now_ms from settled s where $11::text is not null
+),
+{count_minute}
+select count(*) as landed from settled;
 
 -- name: heartbeat
 -- $1 now, $2 job id, $3 worker, $4 claims, $5 lease ms.
