@@ -53,7 +53,7 @@ async def test_the_worker_logs_its_stats_line_with_its_id_and_every_count(
     stats = await serve(worker_cli.command, app, {"until_idle": True})
     counts = " ".join(f"{name}={value}" for name, value in stats.as_dict().items())
     assert f"worker stopped: id={stats.role_id} {counts}" in caplog.messages
-    assert (stats.claimed, stats.completed) == (1, 1)
+    assert (stats.as_dict()["claimed"], stats.as_dict()["completed"]) == (1, 1)
 
 
 @pytest.mark.asyncio
