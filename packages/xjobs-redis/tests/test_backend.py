@@ -95,6 +95,7 @@ class TestOpen:
             "scheduler",
             "leader",
             "introspection",
+            "results",
             "wake",
         }
 

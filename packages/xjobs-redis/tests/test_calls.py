@@ -54,6 +54,7 @@ SAMPLES: dict[str, Callable[[], Call]] = {
     "nack": lambda: jobs.nack(
         K, now=NOW, queue="alpha", claim=CLAIM, nack=Nack("dead", "dead-lettered", error="x")
     ),
+    "watch": lambda: jobs.watch(K, queue="alpha", job_id="j-1"),
     "heartbeat": lambda: jobs.heartbeat(K, now=NOW, queue="alpha", claim=CLAIM, lease_ms=1),
     "record_progress": lambda: jobs.record_progress(
         K, now=NOW, queue="alpha", claim=CLAIM, progress=0.5
@@ -201,6 +202,13 @@ def test_a_live_nack_passes_the_same_keys_as_a_terminal_one() -> None:
     dead = jobs.nack(K, now=NOW, queue="alpha", claim=CLAIM, nack=Nack("dead", "dead-lettered"))
     assert (len(retry.keys), len(retry.args)) == (len(dead.keys), len(dead.args))
     assert dead.keys[5] == K.finished("alpha", "dead")
+
+
+def test_a_plain_ack_and_a_completion_differ_only_in_the_result() -> None:
+    plain = jobs.ack(K, now=NOW, queue="alpha", claim=CLAIM)
+    done = jobs.ack(K, now=NOW, queue="alpha", claim=CLAIM, result='{"n": 1}')
+    assert plain.keys == done.keys
+    assert (plain.args[:-1], plain.args[-1], done.args[-1]) == (done.args[:-1], "", '{"n": 1}')
 
 
 def test_only_a_counted_outcome_reaches_a_settle_counter() -> None:

@@ -186,11 +186,14 @@ async def test_every_script_loads_and_runs_against_the_server(
     assert ([c[0] for c in claimed], buried) == ([new.id], [])
     assert await run(jobs.heartbeat(k, now=now, queue=q, claim=first, lease_ms=30_000)) == 1
     assert await run(jobs.record_progress(k, now=now, queue=q, claim=first, progress=0.5)) == 1
-    assert await run(jobs.ack(k, now=now, queue=q, claim=first)) == 1
+    assert await run(jobs.watch(k, queue=q, job_id=new.id)) == "running"
+    assert await run(jobs.ack(k, now=now, queue=q, claim=first, result='{"n": 1}')) == 1
+    assert await client.hmget(job, "result", "watch") == ['{"n": 1}', None]
     ((status, _),) = await run(
         jobs.requeue(k, now=now, queue=q, job_ids=[new.id], answer_records=True)
     )
     assert status == "requeued"
+    assert not await client.hexists(job, "result")
     await run(_claim(k, now, q))
     dead = ending(True, "gave up")
     assert await run(jobs.nack(k, now=now, queue=q, claim=second, nack=dead)) == 1

@@ -16,8 +16,10 @@ from xjobs_redis.driver import RedisJobDriver
 from xjobs_redis.errors import interpret_error
 from xjobs_redis.events import RedisEventBus
 from xjobs_redis.executor import Executor
+from xjobs_redis.health import ServerWatch
 from xjobs_redis.introspection import RedisIntrospection
 from xjobs_redis.keys import DEFAULT_PREFIX, Keys, validate_prefix
+from xjobs_redis.results import RedisResults
 from xjobs_redis.scheduler import RedisLeader, RedisSchedulerState
 from xjobs_redis.slots import RedisSlotStore
 from xjobs_redis.steps import RedisStepStore
@@ -77,23 +79,26 @@ async def open_backend(
     except Exception as exc:
         raise interpret_error(exc) from exc
     executor = Executor(client, clock)
+    watch = ServerWatch(client, keys)
     try:
         await executor.load()
     except BaseException:
         await client.aclose()
         raise
 
+    await watch.open()
+
     def dial() -> Redis:
         return Redis.from_url(plain, **{**settings, "retry": Retry(NoBackoff(), 0)})
 
     source = WakeSource(activate=lambda: subscriber.start())
-    subscriber = WakeSubscriber(client, dial, keys.wake_channel(), source)
+    subscriber = WakeSubscriber(client, dial, keys.wake_channel(), source, watch.check)
 
     async def close() -> None:
         await subscriber.close()
         await client.aclose()
 
-    return Backend(
+    backend = Backend(
         name="redis",
         url=url,
         clock=clock,
@@ -105,6 +110,10 @@ async def open_backend(
         scheduler=RedisSchedulerState(executor, keys),
         leader=RedisLeader(executor, keys),
         introspection=RedisIntrospection(executor, keys, clock),
+        results=RedisResults(executor, keys),
         wake=source,
         on_close=close,
     )
+    # Read by `xjobs_redis.health.server_health` (and, later, the operator surface).
+    setattr(backend, "health", watch.health)  # noqa: B010
+    return backend

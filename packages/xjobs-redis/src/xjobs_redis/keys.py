@@ -51,6 +51,10 @@ class Keys:
         """The job's HASH; index members are these names, so a script never builds one."""
         return f"{self._queue(queue)}{JOB_MARK}{job_id}"
 
+    def settled_channel(self, queue: str) -> str:
+        """The pub/sub channel a settle publishes a WATCHED job's id on (a result waiter's)."""
+        return f"{self._queue(queue)}:settled"
+
     def ready(self, queue: str) -> str:
         """ZSET of due jobs in claim order: score priority * 2^42 + run_at_ms."""
         return f"{self._queue(queue)}:ready"

@@ -138,7 +138,8 @@ def flat_hash(flat: Sequence[Any]) -> dict[str, str]:
     return {str(flat[i]): str(flat[i + 1]) for i in range(0, len(flat), 2)}
 
 
-def _state(value: str) -> JobState:
+def job_state(value: str) -> JobState:
+    """A stored state string as a `JobState`."""
     states: dict[str, JobState] = {
         "ready": "ready",
         "running": "running",
@@ -159,7 +160,7 @@ def job_record(row: Mapping[str, str]) -> JobRecord:
         run_id=row["run_id"],
         name=row["name"],
         queue=row["queue"],
-        state=_state(row["state"]),
+        state=job_state(row["state"]),
         tenant_id=row.get("tenant_id"),
         idempotency_key=row["idempotency_key"],
         payload=row["payload"],
@@ -204,7 +205,7 @@ def job_summary(fields: Sequence[Any]) -> JobSummary:
         id=str(row["id"]),
         name=str(row["name"]),
         queue=str(row["queue"]),
-        state=_state(str(row["state"])),
+        state=job_state(str(row["state"])),
         tenant_id=row["tenant_id"],
         priority=_int(row["priority"]),
         attempt=_int(row["attempt"]),

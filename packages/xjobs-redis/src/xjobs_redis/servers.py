@@ -32,6 +32,7 @@ __all__ = [
     "redis_source",
     "redis_url",
     "restart_redis",
+    "spare_redis",
     "start_redis",
     "stop_redis",
     "unavailable",
@@ -115,6 +116,19 @@ def restart_redis(mode: StopMode = "kill", *, appendonly: bool | None = None) ->
         server = _owned()
         server.stop(mode)
         _start(server, appendonly)
+
+
+def spare_redis(*, appendonly: bool = False) -> _Process:
+    """A private redis-server (the shared one's executable, a port of its own) that a test may
+    restart at will (`stop(mode)`, then `start()`); the caller `remove()`s it."""
+    redis_url()
+    server = _owned()
+    spare = _Process(
+        server.executable, Path(tempfile.mkdtemp(prefix="xjobs-redis-")), free_port(), appendonly
+    )
+    atexit.register(spare.remove)
+    spare.start()
+    return spare
 
 
 def stop_redis(mode: StopMode = "kill") -> None:

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from redis.asyncio import Redis
 
@@ -33,12 +33,18 @@ class WakeSubscriber:
     """
 
     def __init__(
-        self, client: Redis, dial: Callable[[], Redis], channel: str, source: WakeSource
+        self,
+        client: Redis,
+        dial: Callable[[], Redis],
+        channel: str,
+        source: WakeSource,
+        on_subscribed: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._client = client
         self._dial = dial
         self._channel = channel
         self._source = source
+        self._on_subscribed = on_subscribed
         self._task: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -57,6 +63,8 @@ class WakeSubscriber:
                 await self._client.publish(self._channel, probe)
                 # Rows enqueued while no one listened got no wake: every listener re-scans now.
                 self._source.emit(None)
+                if self._on_subscribed is not None:
+                    await self._checked(self._on_subscribed)
                 await self._listen(pubsub, probe)
                 delay = REDIAL_FLOOR_S
             except asyncio.CancelledError:
@@ -71,6 +79,15 @@ class WakeSubscriber:
                     await own.aclose()
             await asyncio.sleep(delay)
             delay = min(delay * 2, REDIAL_CEILING_S)
+
+    async def _checked(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Run the (re)subscription hook (the server's data-loss check); its failure only logs."""
+        try:
+            await hook()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("jobs.redis.health-check-failed", extra={"error": repr(exc)})
 
     async def _listen(self, pubsub: object, probe: str) -> None:
         """Read messages until the connection fails: the probe proves the wake, the rest wake."""

@@ -77,8 +77,8 @@ def peek(k: Keys, *, now: str, queue: str, want: int, sweep_bound: int) -> Call:
     return Call("peek", keys, [now, want, sweep_bound])
 
 
-def ack(k: Keys, *, now: str, queue: str, claim: Claim) -> Call:
-    """Settle the claim's run completed (and count it)."""
+def ack(k: Keys, *, now: str, queue: str, claim: Claim, result: str | None = None) -> Call:
+    """Settle the claim's run completed (and count it), storing `result` (JSON) when given."""
     keys = [
         k.job(queue, claim.job_id),
         k.leased(queue),
@@ -87,7 +87,12 @@ def ack(k: Keys, *, now: str, queue: str, claim: Claim) -> Call:
         k.created(queue),
         *counter_keys(k, queue),
     ]
-    return Call("ack", keys, [now, claim.worker_id, claim.claims])
+    return Call("ack", keys, [now, claim.worker_id, claim.claims, result or ""])
+
+
+def watch(k: Keys, *, queue: str, job_id: str) -> Call:
+    """Flag a live job watched: its settle publishes its id on the queue's settled channel."""
+    return Call("watch", [k.job(queue, job_id)], [k.settled_channel(queue)])
 
 
 def nack(k: Keys, *, now: str, queue: str, claim: Claim, nack: Nack) -> Call:

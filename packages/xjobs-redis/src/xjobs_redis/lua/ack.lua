@@ -1,5 +1,7 @@
 -- ack: settle a run completed, fenced on state running AND the claim (claimed_by, claims); the
 -- job leaves the live index by creation and its name's `completed` counter moves, in this step.
+-- A body's result (ARGV[4], JSON; '' for none) is stored in the same step (`ResultStore.complete`),
+-- and a watched job's id is published to its waiter.
 -- KEYS[1]  the job HASH
 -- KEYS[2]  leased ZSET of the job's queue
 -- KEYS[3]  live HASH of the job's queue
@@ -10,6 +12,7 @@
 -- ARGV[1]  now in epoch ms, or '' for the server's clock
 -- ARGV[2]  the claim's worker id
 -- ARGV[3]  the claim's claims counter
+-- ARGV[4]  the body's result as JSON, or '' for none (a plain ack)
 -- reply: 1 when the fence held and the job completed, 0 when it missed (nothing written)
 
 local now = clock_ms(ARGV[1])
@@ -19,9 +22,13 @@ if not holds_claim(job, ARGV[2], ARGV[3]) then
 end
 redis.call('HSET', job, 'state', 'completed', 'finished_at_ms', now, 'updated_at_ms', now)
 redis.call('HDEL', job, 'lease_until_ms')
+if ARGV[4] ~= '' then
+  redis.call('HSET', job, 'result', ARGV[4])
+end
 redis.call('ZREM', KEYS[2], job)
 redis.call('ZREM', KEYS[5], job)
 release_namespace(job, KEYS[3])
 file_finished(job, KEYS[4])
 count_ending(KEYS[6], KEYS[7], redis.call('HGET', job, 'name'), 'completed', now)
+notify_settled(job)
 return 1

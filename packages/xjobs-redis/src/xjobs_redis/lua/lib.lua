@@ -400,3 +400,14 @@ end
 local function file_created(job, created)
   redis.call('ZADD', created, redis.call('HGET', job, 'created_at_ms'), job)
 end
+
+-- A settle's word to a result waiter: a job someone watches (its `watch` field, the channel a
+-- `watch` call stored) has its id published there once, and the flag is consumed. An unwatched
+-- job costs one HGET and publishes nothing.
+local function notify_settled(job)
+  local channel = redis.call('HGET', job, 'watch')
+  if channel then
+    redis.call('HDEL', job, 'watch')
+    redis.call('PUBLISH', channel, redis.call('HGET', job, 'id'))
+  end
+end

@@ -6,7 +6,8 @@
 -- waiting, the queue's waiting ZSET (score run_at). An
 -- uncounted nack hands the claim's attempt back. An error (ARGV[8]) is written to last_error and
 -- appended to the job's attempt errors (the claim's attempt, its worker, now); a counted outcome
--- (ARGV[11]) moves its minute counter, in this step.
+-- (ARGV[11]) moves its minute counter, in this step. A terminal nack of a watched job publishes
+-- its id to the waiter.
 -- KEYS[1]   the job HASH
 -- KEYS[2]   ready ZSET of the job's queue
 -- KEYS[3]   delayed ZSET of the job's queue
@@ -43,6 +44,7 @@ if ARGV[5] == '1' then
   redis.call('ZREM', KEYS[7], job)
   release_namespace(job, KEYS[5])
   file_finished(job, KEYS[6])
+  notify_settled(job)
 else
   local run_at = ARGV[6] ~= '' and tonumber(ARGV[6]) or now
   reschedule(job, KEYS[2], KEYS[3], state, run_at, now)

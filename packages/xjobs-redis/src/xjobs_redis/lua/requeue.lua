@@ -1,7 +1,7 @@
 -- requeue: put each given finished job of one queue back to ready, due now, attempts reset
 -- (claims never reset, so an old claim stays fenced out), filed in `created` (by creation),
 -- unless it is missing, live, or a live job holds its namespace (an earlier job of the same call
--- included, so a batch never makes a duplicate). Its attempt errors are kept.
+-- included, so a batch never makes a duplicate). Its attempt errors are kept; its result is not.
 -- KEYS[1]      ready ZSET of the queue
 -- KEYS[2]      live HASH of the queue
 -- KEYS[3]      created ZSET of the queue (live jobs by created_at_ms, as lib files them)
@@ -34,7 +34,7 @@ for r = 8, #KEYS do
       redis.call('HSET', job, 'state', 'ready', 'attempt', 0, 'run_at_ms', now,
         'updated_at_ms', now)
       redis.call('HDEL', job, 'claimed_by', 'lease_until_ms', 'finished_at_ms', 'last_error',
-        'progress')
+        'progress', 'result')
       for k = 4, 7 do
         redis.call('ZREM', KEYS[k], job)
       end

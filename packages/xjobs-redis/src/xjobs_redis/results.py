@@ -1,0 +1,69 @@
+"""The Redis result store: a result stored by the ack script, a waiter woken by pub/sub.
+
+`complete` is `ack.lua` with the result as its last argument: one fenced script, no second write;
+a body that returns `None` goes through the plain ack. `wait` subscribes to the job's queue's
+settled channel, then flags the job watched (`watch.lua`); only a watched job's settle publishes
+(ack, a terminal nack, cancel, the claim's burial), once, consuming the flag. The timeout is the
+fallback: a message lost to a reconnect costs latency only, as the caller reads again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from xjobs.contract.driver import LIVE_STATES, Claim
+from xjobs.contract.results import StoredResult
+from xjobs_redis.calls import jobs as calls
+from xjobs_redis.executor import Executor
+from xjobs_redis.keys import Keys
+from xjobs_redis.locate import locate, queue_of
+from xjobs_redis.rows import job_state
+
+
+class RedisResults:
+    """`ResultStore` over the job HASHes: the `result` field beside `state` and `last_error`."""
+
+    def __init__(self, executor: Executor, keys: Keys) -> None:
+        self._x = executor
+        self._k = keys
+
+    async def complete(self, claim: Claim, result: str) -> bool:
+        queue = await queue_of(self._x, self._k, claim)
+        if queue is None:
+            return False
+        call = calls.ack(self._k, now=self._x.now(), queue=queue, claim=claim, result=result)
+        return bool(await self._x.run(call) == 1)
+
+    async def read(self, job_id: str) -> StoredResult | None:
+        queue = await locate(self._x, self._k, job_id)
+        if queue is None:
+            return None
+        key = self._k.job(queue, job_id)
+        (fields,) = await self._x.batch(
+            [lambda pipe: pipe.hmget(key, "state", "result", "last_error")]
+        )
+        state, result, last_error = (None if v is None else str(v) for v in fields)
+        if state is None:
+            return None
+        return StoredResult(job_state(state), result, last_error)
+
+    async def wait(self, job_id: str, timeout_ms: int) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_ms, 0) / 1000
+        queue = await locate(self._x, self._k, job_id)
+        if queue is None:
+            return
+        pubsub = self._x.client.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(self._k.settled_channel(queue))
+            state = str(await self._x.run(calls.watch(self._k, queue=queue, job_id=job_id)))
+            if state not in LIVE_STATES:
+                return  # settled (or gone) before the flag: nothing will be published
+            while (left := deadline - loop.time()) > 0:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=left)
+                if message is not None and str(message["data"]) == job_id:
+                    return
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
