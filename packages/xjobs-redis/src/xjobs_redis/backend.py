@@ -113,7 +113,6 @@ async def open_backend(
         results=RedisResults(executor, keys),
         wake=source,
         on_close=close,
+        health=watch.health,
     )
-    # Read by `xjobs_redis.health.server_health` (and, later, the operator surface).
-    setattr(backend, "health", watch.health)  # noqa: B010
     return backend

@@ -28,8 +28,7 @@ MAY_BE_LOST = "every job enqueued, settled or acknowledged since the server's la
 def server_health(backend: Backend) -> dict[str, Any] | None:
     """The Redis backend's `health` dict (`None` for another backend): `run_id`, `persistence`
     ('aof', 'rdb' or 'none'), `data_lost` (sticky) and `data_lost_reason`."""
-    health = getattr(backend, "health", None)
-    return health if isinstance(health, dict) else None
+    return backend.health if backend.name == "redis" else None
 
 
 class ServerWatch:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from xjobs.clock import Clock
 from xjobs.contract.driver import BatchAck, JobDriver
@@ -96,6 +96,8 @@ class Backend:
     on_close: Callable[[], Awaitable[None]] | None = None
     on_install: Callable[[], Awaitable[None]] | None = None
     features: frozenset[str] = frozenset()
+    # What the backend knows of its server, for the operator (e.g. Redis: run_id, data_lost).
+    health: dict[str, Any] = field(default_factory=dict)
     capabilities: frozenset[str] = field(init=False)
     _closed: bool = field(default=False, init=False)
 
