@@ -379,6 +379,33 @@ async def test_the_queue_counts_read_indexes_and_stop_at_the_cap(loaded: LoadedT
     assert_bounded(explained, indexes, QUEUES * 6 * COUNT_CAP)
 
 
+async def test_the_scheduled_count_reads_no_heap_row_of_the_delayed_ones(
+    loaded: LoadedTable,
+) -> None:
+    params = QueueCountsParams(loaded.now_ms, COUNT_CAP)
+    explained = await explain_run(loaded, "queue_counts", params, by_index=True)
+    # Each queue counts its ready rows by jobs_listed alone, up to its due count plus the cap:
+    # the 250,000 delayed rows cost at most the cap of index entries a queue, no heap fetch.
+    ready_scans = [
+        n
+        for n in explained.scans
+        if n["Node Type"] == "Index Only Scan"
+        and n["Index Name"] == "jobs_listed"
+        and "'ready'" in n.get("Index Cond", "")
+    ]
+    assert len(ready_scans) == 1, explained.text
+    (scan,) = ready_scans
+    assert scan["Heap Fetches"] == 0, explained.text
+    assert scan["Actual Rows"] * scan["Actual Loops"] <= QUEUES * (DUE + COUNT_CAP), explained.text
+    # The heap is read only for the due rows (the ready count): never for a delayed row.
+    heap_scans = [n for n in explained.scans if n["Node Type"] == "Index Scan"]
+    heap_rows = sum(
+        (n["Actual Rows"] + n.get("Rows Removed by Filter", 0)) * n["Actual Loops"]
+        for n in heap_scans
+    )
+    assert heap_rows <= QUEUES * 2 * DUE + QUEUES * 6, explained.text
+
+
 def bulk(where: JobFilter, states: tuple[str, ...]) -> BulkParams:
     return BulkParams(where, states, None, BATCH, COUNT_CAP)
 

@@ -30,6 +30,7 @@ from xjobs_pg.params import (
     AckParams,
     CancelParams,
     ClaimParams,
+    CompleteParams,
     EnqueueParams,
     HeartbeatParams,
     MarkParams,
@@ -40,6 +41,7 @@ from xjobs_pg.params import (
     RelayClaimParams,
     RequeueParams,
     StageParams,
+    WatchParams,
 )
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.sql import Statements
@@ -83,6 +85,7 @@ SAMPLES: dict[str, Params] = {
     "enqueue_fresh": EnqueueParams(NOW, [JOB], ["default"], "channel"),
     "claim": ClaimParams(NOW, OPTIONS, "lapsed"),
     "ack": AckParams(NOW, CLAIM),
+    "complete": CompleteParams(NOW, CLAIM, '{"total": 1}'),
     "ack_many": AckManyParams(NOW, [CLAIM]),
     "nack": NackParams(NOW, CLAIM, retrying("boom", NOW)),
     "heartbeat": HeartbeatParams(NOW, CLAIM, 30_000),
@@ -141,6 +144,8 @@ SAMPLES: dict[str, Params] = {
     "outbox_claim": RelayClaimParams(NOW, "relay-1", 10, 30_000),
     "outbox_mark": MarkParams(NOW, "relay-1", [JOB.id], 1_000, 10),
     "outbox_pending": NO_PARAMS,
+    "result_read": One(JOB.id),
+    "result_watch": WatchParams(JOB.id, "channel"),
 }
 
 PLACEHOLDER = re.compile(r"\$(\d+)")

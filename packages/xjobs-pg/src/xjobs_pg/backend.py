@@ -1,4 +1,4 @@
-"""Opening a Postgres `Backend`: the pool, the schema (installed when missing), the stores, the operator surface and the wake."""
+"""Opening a Postgres `Backend`: the pool, the schema (installed when missing), the stores, the operator surface, the results and the wake."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from xjobs_pg.executor import Executor
 from xjobs_pg.install import SCHEMA_VERSION, install
 from xjobs_pg.introspection import PostgresIntrospection
 from xjobs_pg.outbox import PostgresOutboxStore
+from xjobs_pg.results import PostgresResults, SettleWaiters
 from xjobs_pg.scheduler import PostgresAdvisoryLeader, PostgresLeaseLeader, PostgresSchedulerState
-from xjobs_pg.schema import DEFAULT_SCHEMA, quote_schema, wake_channel
+from xjobs_pg.schema import DEFAULT_SCHEMA, quote_schema, settled_channel, wake_channel
 from xjobs_pg.slots import PostgresSlotStore
 from xjobs_pg.sql import Statements
 from xjobs_pg.steps import PostgresStepStore
@@ -86,7 +87,17 @@ async def open_backend(
     channel = wake_channel(name)
     slots = wake_slots.for_channel(channel)
     source = WakeSource(activate=lambda: listener.start())
-    listener = WakeListener(dsn, channel, source, executor, **connect)
+    settled = settled_channel(name)
+    waiters = SettleWaiters()
+    listener = WakeListener(
+        dsn,
+        channel,
+        source,
+        executor,
+        settled_channel=settled,
+        on_settled=waiters.settled,
+        **connect,
+    )
 
     async def close() -> None:
         await listener.close()
@@ -106,6 +117,7 @@ async def open_backend(
         scheduler=PostgresSchedulerState(executor, slots),
         leader=PostgresLeaseLeader(executor),
         introspection=PostgresIntrospection(executor, jobs, slots),
+        results=PostgresResults(executor, listener, waiters, settled),
         wake=source,
         on_close=close,
         on_install=do_install,

@@ -51,21 +51,15 @@ class PostgresJobDriver:
             return []
         results = await self._enqueue_fresh(jobs)
         pending = [(index, job) for index, job in enumerate(jobs) if index not in results]
-        # A row the fast path did not insert is asked again, and a live row that finished between
-        # the conflict and the lookup leaves it unanswered: it is asked once more.
-        for _ in range(2):
-            if not pending:
-                break
+        # At most two inserts: a row the fast path did not insert is asked once more through
+        # `enqueue`, which answers it through its conflict (the live row, even one committed after
+        # its snapshot, or its own insert if that row finished meanwhile), never by a lookup alone.
+        if pending:
             answered = await self._enqueue_once([job for _, job in pending])
-            left: list[tuple[int, NewJob]] = []
             for (index, job), result in zip(pending, answered, strict=True):
                 if result is None:
-                    left.append((index, job))
-                else:
-                    results[index] = result
-            pending = left
-        if pending:
-            raise BackendError(f"enqueue could not place job {pending[0][1].id} after two inserts")
+                    raise BackendError(f"enqueue could not place job {job.id} after two inserts")
+                results[index] = result
         return [results[i] for i in range(len(jobs))]
 
     async def _enqueue_fresh(self, jobs: Sequence[NewJob]) -> dict[int, EnqueueResult]:
@@ -94,7 +88,8 @@ class PostgresJobDriver:
         try:
             rows = await self._x.pool.fetch(self._x.sql["enqueue"], *self._enqueue(jobs).bind())
         except asyncpg.UniqueViolationError:
-            # Two publishers raced one id: the second insert of that id answers on the retry.
+            # A third publisher raced one id inside this insert's own speculative window (the
+            # fast path's id race is seen here, committed): the bound of two inserts is kept.
             return [None] * len(jobs)
         except Exception as exc:
             raise interpret_error(exc) from exc

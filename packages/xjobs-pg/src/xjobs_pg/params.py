@@ -1,4 +1,4 @@
-"""The job statements' parameters (jobs, settle, operator, outbox): a record each, whose one `bind()` is its `$n` order.
+"""The job statements' parameters (jobs, settle, operator, results, outbox): a record each, whose one `bind()` is its `$n` order.
 
 The operator surface's statements (listing, bulk, ledger) have theirs in `operator_params`.
 """
@@ -130,6 +130,18 @@ class AckParams:
 
 
 @dataclass(frozen=True, slots=True)
+class CompleteParams:
+    """`complete`: $1 now, $2..$4 the claim, $5 the result (JSON text)."""
+
+    now_ms: int | None
+    claim: Claim
+    result: str
+
+    def bind(self) -> Bound:
+        return (self.now_ms, *fence(self.claim), self.result)
+
+
+@dataclass(frozen=True, slots=True)
 class AckManyParams:
     """`ack_many`: $1 now, $2 job ids, $3 worker ids, $4 claims (parallel arrays)."""
 
@@ -221,6 +233,20 @@ class RequeueParams:
 
     def bind(self) -> Bound:
         return (self.now_ms, self.job_id)
+
+
+# -- results.sql -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WatchParams:
+    """`result_watch`: $1 job id, $2 the channel its finishing statement notifies."""
+
+    job_id: str
+    channel: str
+
+    def bind(self) -> Bound:
+        return (self.job_id, self.channel)
 
 
 # -- outbox.sql ------------------------------------------------------------------------------------

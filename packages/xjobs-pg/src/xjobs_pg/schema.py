@@ -22,3 +22,8 @@ def quote_schema(name: object) -> str:
 def wake_channel(name: str) -> str:
     """The NOTIFY channel of one schema's wake (a channel is a plain string to pg_notify)."""
     return f"{name}_wake"
+
+
+def settled_channel(name: str) -> str:
+    """The NOTIFY channel of one schema's result waiters: a watched job's id when it finishes."""
+    return f"{name}_settled"

@@ -26,6 +26,7 @@ SQL_FILES = (
     "events.sql",
     "scheduler.sql",
     "outbox.sql",
+    "results.sql",
 )
 
 

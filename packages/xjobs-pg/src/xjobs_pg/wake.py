@@ -1,4 +1,7 @@
-"""The wake: one `LISTEN` connection per backend, live only after a probe crossed it, unproven on every re-dial."""
+"""The wake: one `LISTEN` connection per backend, live only after a probe crossed it, unproven on every re-dial.
+
+The same session listens on the result waiters' channel: a watched job's id when it finishes.
+"""
 
 from __future__ import annotations
 
@@ -25,12 +28,23 @@ class WakeListener:
     """Holds the listening session and feeds `source`; a transaction-pooling proxy never proves it."""
 
     def __init__(
-        self, dsn: str, channel: str, source: WakeSource, executor: Executor, **connect: Any
+        self,
+        dsn: str,
+        channel: str,
+        source: WakeSource,
+        executor: Executor,
+        *,
+        settled_channel: str | None = None,
+        on_settled: Callable[[str], None] | None = None,
+        **connect: Any,
     ) -> None:
         self._dsn = dsn
         self._channel = channel
         self._source = source
         self._executor = executor
+        self._settled_channel = settled_channel
+        self._on_settled = on_settled
+        self._live = asyncio.Event()
         self._connect = connect
         self._task: asyncio.Task[None] | None = None
         self._probe = ""
@@ -48,6 +62,24 @@ class WakeListener:
         else:
             self._source.emit(str(payload))
 
+    def _on_settle_notify(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
+        if self._on_settled is not None:
+            self._on_settled(str(payload))
+
+    async def until_live(self, timeout_s: float) -> bool:
+        """Start the session if it is not, and answer once a probe proved it (or `False` at the timeout)."""
+        self.start()
+        if self._live.is_set():
+            return True
+        if timeout_s <= 0:
+            return False
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._live.wait()
+        except TimeoutError:
+            return False
+        return True
+
     async def _hold(self) -> None:
         delay = REDIAL_FLOOR_S
         while not self._closing:
@@ -57,6 +89,10 @@ class WakeListener:
                 self._conn = conn
                 lost = asyncio.Event()
                 conn.add_termination_listener(_setter(lost))
+                if self._settled_channel is not None:
+                    # Proven with the wake: the probe crosses this same session after both LISTENs
+                    # (the wake's is the session's last command, as an operator looks it up).
+                    await conn.add_listener(self._settled_channel, self._on_settle_notify)
                 await conn.add_listener(self._channel, self._on_notify)
                 await self._prove()
                 delay = REDIAL_FLOOR_S
@@ -68,6 +104,7 @@ class WakeListener:
             except Exception as exc:
                 log.warning("jobs.wake.lost", extra={"error": repr(exc)})
             finally:
+                self._live.clear()
                 self._source.set_live(False)
                 if conn is not None and not conn.is_closed():
                     conn.terminate()
@@ -88,6 +125,7 @@ class WakeListener:
             log.warning("jobs.wake.unproven", extra={"channel": self._channel})
             return
         self._source.set_live(True)
+        self._live.set()
 
     async def close(self) -> None:
         self._closing = True
@@ -97,6 +135,7 @@ class WakeListener:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        self._live.clear()
         self._source.set_live(False)
 
 

@@ -63,7 +63,7 @@ cancelled as (
         finished_at_ms = p.now_ms, updated_at_ms = p.now_ms
     from params p
     where j.id in (select b.id from batch b) and j.state in ('ready', 'running', 'waiting')
-    returning j.name, p.now_ms
+    returning j.name, p.now_ms, {tell_watcher}
 ),
 counted as (
     select c.name, 'cancelled' as outcome, c.now_ms from cancelled c
@@ -121,7 +121,8 @@ select (select count(*) from gone) as moved,
        (select n from seen) - (select count(*) from batch) as remaining;
 
 -- name: retry_many
--- Requeues finished jobs, each as requeue does (ready now, attempts reset, claims kept), and
+-- Requeues finished jobs, each as requeue does (ready now, attempts reset, claims kept, result
+-- and waiter flag cleared), and
 -- notifies their queues. A row whose namespace a live row holds is passed over by the scan (the
 -- jobs_live_namespace key, one probe a row), and of rows sharing a namespace only the oldest is
 -- picked: the others would be duplicates once it is live, so they are not remaining either. The
@@ -171,7 +172,7 @@ moved as (
     update {schema}.jobs j
     set state = 'ready', attempt = 0, run_at_ms = p.now_ms, claimed_by = null,
         lease_until_ms = null, finished_at_ms = null, last_error = null, progress = null,
-        updated_at_ms = p.now_ms
+        result = null, watched = null, updated_at_ms = p.now_ms
     from params p
     where j.id in (select b.id from batch b)
       and j.state in ('completed', 'failed', 'dead', 'cancelled')

@@ -256,5 +256,16 @@ create table if not exists {schema}.pauses (
     primary key (kind, name)
 );
 
-insert into {schema}.schema_version (singleton, version) values (true, 6)
+-- Version 7, results. result is the JSON text a job body returned, stored by the fenced
+-- complete that settles its run, and cleared by a requeue. It is text, not jsonb: the codec
+-- hands the text it bounded by result_max_bytes and a reader decodes that same text, so it is
+-- kept byte for byte (jsonb would reparse it on every write, reorder its keys and drop duplicate
+-- ones). watched is the channel of a result waiter: set by the watch of a live job, it makes the
+-- statement that finishes the job notify that channel with the job id, and a job no one waits on
+-- never notifies (every notifying commit takes one server wide lock). No index reads either.
+alter table {schema}.jobs add column if not exists result text;
+
+alter table {schema}.jobs add column if not exists watched text;
+
+insert into {schema}.schema_version (singleton, version) values (true, 7)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);

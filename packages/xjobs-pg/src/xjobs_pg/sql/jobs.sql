@@ -52,43 +52,60 @@ join input i on i.id = ins.id
 group by ins.id, ins.run_id;
 
 -- name: enqueue
--- Inserts each row unless its id already names a job (a repeated publish) or a live row holds
--- its namespace, and answers per input row the job it landed on. The conflict target spells the
--- jobs_live_namespace expression exactly, and so does the live-row lookup. The wake is sent only
--- for queues the caller asks to wake ($15) that got a row due now.
+-- The second and last statement of an enqueue that the fast path left unanswered: it answers
+-- every row, whatever a concurrent publisher or settle did in between. It inserts each row unless
+-- its id already names a job (a repeated publish), and the first row of each namespace in the batch
+-- is the one that tries, and a live row holding that namespace is answered through the conflict
+-- itself (`do update` of nothing: the insert returns the conflicting row even when it committed
+-- after the snapshot of this statement, and if it finished meanwhile the insert lands instead), so no
+-- lookup can miss a row the conflict saw. `xmax = 0` tells the row this statement inserted from
+-- the live row it returned. The conflict target spells the jobs_live_namespace expression
+-- exactly, and so does the live-row lookup left for a row whose id names a job. The wake is sent
+-- only for queues the caller asks to wake ($15) that got a row due now.
 {enqueue_input},
 firsts as (
     select t.id, min(t.ord) as ord from input t group by t.id
 ),
-inserted as (
-    insert into {schema}.jobs (id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
-                               run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent,
-                               created_at_ms, updated_at_ms)
+heads as (
+    select distinct on (i.name, coalesce(i.tenant_id, ''), i.idempotency_key) i.ord
+    from input i
+    join firsts f on f.id = i.id and f.ord = i.ord
+    where not exists (select 1 from {schema}.jobs existing where existing.id = i.id)
+    order by i.name, coalesce(i.tenant_id, ''), i.idempotency_key, i.ord
+),
+upserted as (
+    insert into {schema}.jobs as j (id, run_id, name, queue, tenant_id, idempotency_key, payload,
+                                    priority, run_at_ms, max_attempts, dead_letter, enqueued_by,
+                                    traceparent, created_at_ms, updated_at_ms)
     select i.id, i.run_id, i.name, i.queue, i.tenant_id, i.idempotency_key, i.payload::jsonb, i.priority,
            coalesce(i.run_at_ms, i.now_ms), i.max_attempts, i.dead_letter, i.enqueued_by, i.traceparent,
            i.now_ms, i.now_ms
     from input i
-    join firsts f on f.id = i.id and f.ord = i.ord
-    where not exists (select 1 from {schema}.jobs existing where existing.id = i.id)
+    join heads h on h.ord = i.ord
     order by i.ord
     on conflict (name, coalesce(tenant_id, ''), idempotency_key)
         where state in ('ready', 'running', 'waiting')
-        do nothing
-    returning id, run_id, name, tenant_id, idempotency_key, queue, run_at_ms
+        do update set updated_at_ms = j.updated_at_ms
+    returning j.id, j.run_id, j.name, j.tenant_id, j.idempotency_key, j.queue, j.run_at_ms,
+              j.xmax = 0 as fresh
+),
+inserted as (
+    select u.id, u.queue, u.run_at_ms from upserted u where u.fresh
 ),
 {enqueue_woken}
 select i.ord,
-       coalesce(ins.id, twin.id, byid.id, live.id) as id,
-       coalesce(ins.run_id, twin.run_id, byid.run_id, live.run_id) as run_id,
-       ins.id is not null and f.ord = i.ord as inserted,
+       coalesce(own.id, case when ns.fresh then ns.id end, byid.id, ns.id, live.id) as id,
+       coalesce(own.run_id, case when ns.fresh then ns.run_id end, byid.run_id, ns.run_id,
+                live.run_id) as run_id,
+       coalesce(own.fresh, false) and f.ord = i.ord as inserted,
        (select count(*) from woken) as woken
 from input i
 join firsts f on f.id = i.id
-left join inserted ins on ins.id = i.id
-left join inserted twin
-       on ins.id is null and twin.name = i.name
-      and coalesce(twin.tenant_id, '') = coalesce(i.tenant_id, '')
-      and twin.idempotency_key = i.idempotency_key
+left join upserted own on own.id = i.id
+left join upserted ns
+       on own.id is null and ns.name = i.name
+      and coalesce(ns.tenant_id, '') = coalesce(i.tenant_id, '')
+      and ns.idempotency_key = i.idempotency_key
 left join {schema}.jobs byid on byid.id = i.id
 left join {schema}.jobs live
        on live.name = i.name
@@ -104,7 +121,8 @@ order by i.ord;
 -- A paused queue is left out before its scan, and a job of a paused name is passed over by the
 -- scan (not exists on the pauses key, so the scan of jobs_claimable keeps its order and its
 -- index condition). A burial settles in this statement: it stores the attempt error it writes
--- and bumps the minute counter (dead-lettered or dropped), as a nack would.
+-- and bumps the minute counter (dead-lettered or dropped), and tells a result waiter, as a nack
+-- would.
 -- Every parameter whose value the planner could estimate from (the queues, their limits, the
 -- total, the presence TTL) is read through a scalar subquery, so a plan made for the values at
 -- hand costs what the generic plan costs, and the server keeps the generic plan after the fifth
@@ -137,7 +155,7 @@ buried as (
     from params p
     where j.id in (select id from exhausted)
     returning j.id, j.run_id, j.name, j.queue, j.tenant_id, j.payload::text as payload, j.state,
-              j.attempt, j.claims, j.claimed_by, p.now_ms
+              j.attempt, j.claims, j.claimed_by, p.now_ms, {tell_watcher}
 ),
 failed_attempts as (
     select b.id as job_id, b.claims, b.attempt, b.claimed_by as worker_id, b.now_ms as at_ms,

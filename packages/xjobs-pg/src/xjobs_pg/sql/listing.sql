@@ -78,6 +78,11 @@ order by claims;
 -- priorities found by a loose scan of its second column), so neither a million finished rows nor
 -- a million delayed ones are read to count what is due. Each count scan is ordered by its index
 -- so the planner takes an index scan that stops at the cap, never a bitmap that reads it all.
+-- Scheduled is the ready rows less the due ones: an index-only scan of jobs_listed in the queue
+-- and the ready state (the state is in the index, so no heap row is read once the table is vacuumed)
+-- counts up to the due count plus the cap, and takes the due count off. A queue whose due count
+-- reached the cap (where that difference would be inexact) counts scheduled as before, through
+-- jobs_claimable and the heap.
 -- $1 now, $2 the cap.
 with recursive known(queue) as (
     select min(j.queue) from {schema}.jobs j
@@ -104,30 +109,25 @@ priorities(queue, priority) as (
     where r.priority is not null
 )
 select n.queue,
-       (select count(*) from (
-            select 1
-            from priorities r
-            cross join lateral (
-                select 1 from {schema}.jobs j
-                where j.queue = r.queue and j.state in ('ready', 'waiting')
-                  and j.priority = r.priority and j.run_at_ms <= $1::bigint and j.state = 'ready'
-                order by j.run_at_ms
-                limit $2
-            ) d
-            where r.queue = n.queue and r.priority is not null
-            limit $2) c) as ready,
-       (select count(*) from (
-            select 1
-            from priorities r
-            cross join lateral (
-                select 1 from {schema}.jobs j
-                where j.queue = r.queue and j.state in ('ready', 'waiting')
-                  and j.priority = r.priority and j.run_at_ms > $1::bigint and j.state = 'ready'
-                order by j.run_at_ms
-                limit $2
-            ) d
-            where r.queue = n.queue and r.priority is not null
-            limit $2) c) as scheduled,
+       due.ready,
+       case when due.ready < $2
+            then (select count(*) from (select 1 from {schema}.jobs j
+                                        where j.queue = n.queue and j.state = 'ready'
+                                        order by j.created_at_ms
+                                        limit due.ready + $2) c) - due.ready
+            else (select count(*) from (
+                      select 1
+                      from priorities r
+                      cross join lateral (
+                          select 1 from {schema}.jobs j
+                          where j.queue = r.queue and j.state in ('ready', 'waiting')
+                            and j.priority = r.priority and j.run_at_ms > $1::bigint
+                            and j.state = 'ready'
+                          order by j.run_at_ms
+                          limit $2
+                      ) d
+                      where r.queue = n.queue and r.priority is not null
+                      limit $2) c) end as scheduled,
        (select min(d.run_at_ms)
         from priorities r
         cross join lateral (
@@ -156,4 +156,19 @@ select n.queue,
        exists (select 1 from {schema}.pauses p where p.kind = 'queue' and p.name = n.queue)
            as paused
 from named n
+cross join lateral (
+    select (select count(*) from (
+                select 1
+                from priorities r
+                cross join lateral (
+                    select 1 from {schema}.jobs j
+                    where j.queue = r.queue and j.state in ('ready', 'waiting')
+                      and j.priority = r.priority and j.run_at_ms <= $1::bigint
+                      and j.state = 'ready'
+                    order by j.run_at_ms
+                    limit $2
+                ) d
+                where r.queue = n.queue and r.priority is not null
+                limit $2) c) as ready
+) due
 order by n.queue collate "C";

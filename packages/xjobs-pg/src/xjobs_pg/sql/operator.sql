@@ -23,7 +23,7 @@ cancelled as (
               j.payload::text as payload, j.priority, j.attempt, j.max_attempts, j.dead_letter,
               j.claims, j.claimed_by, j.lease_until_ms, j.run_at_ms, j.created_at_ms,
               j.updated_at_ms, j.finished_at_ms, j.last_error, j.progress, j.enqueued_by,
-              j.traceparent, p.now_ms
+              j.traceparent, p.now_ms, {tell_watcher}
 ),
 counted as (
     select c.name, 'cancelled' as outcome, c.now_ms from cancelled c
@@ -36,12 +36,14 @@ from cancelled;
 
 -- name: requeue
 -- One statement: a finished job whose namespace no live row holds goes back to ready with its
--- attempts reset. The claims counter is never reset, so an old claim stays fenced out.
+-- attempts reset. The claims counter is never reset, so an old claim stays fenced out. Its
+-- result and a result waiter flag go: the job starts afresh.
 -- $1 now, $2 job id.
 update {schema}.jobs j
 set state = 'ready', attempt = 0, run_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint),
     claimed_by = null, lease_until_ms = null, finished_at_ms = null, last_error = null,
-    progress = null, updated_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
+    progress = null, result = null, watched = null,
+    updated_at_ms = coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint)
 where j.id = $2 and j.state in ('completed', 'failed', 'dead', 'cancelled')
   and not exists (
       select 1 from {schema}.jobs live

@@ -1,10 +1,16 @@
 -- Every settle is fenced on state running AND the claim (claimed_by, claims): a write from a
 -- worker whose claim moved on updates nothing, and the driver reports that it did not land.
 
--- name: ack
--- Completes the run and bumps its minute counter (completed) in the same statement, and answers
--- whether it landed.
--- $1 now, $2 job id, $3 worker, $4 claims.
+-- fragment: tell_watcher
+-- A column of the RETURNING list of a statement that may finish jobs (alias j, its new values):
+-- a job that finished and whose result waiter set watched notifies that channel with its id.
+-- An unwatched job notifies nothing, so its commit never queues on the notify lock. A watched
+-- job finishes once (every finishing statement is fenced on a live state), so it notifies once.
+case when j.watched is not null and j.finished_at_ms is not null
+     then pg_notify(j.watched, j.id::text) end as told
+
+-- fragment: ack_open
+-- The ack up to the end of its SET list: complete adds its result there.
 with params as (
     select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
 ),
@@ -12,15 +18,32 @@ settled as (
     update {schema}.jobs j
     set state = 'completed', lease_until_ms = null, finished_at_ms = p.now_ms,
         updated_at_ms = p.now_ms
+
+-- fragment: ack_close
+-- The rest of the ack: the fence, the watcher told, the counter (completed), the answer.
     from params p
     where j.id = $2 and j.state = 'running' and j.claimed_by = $3 and j.claims = $4
-    returning j.name, p.now_ms
+    returning j.name, p.now_ms, {tell_watcher}
 ),
 counted as (
     select s.name, 'completed' as outcome, s.now_ms from settled s
 ),
 {count_minute}
-select count(*) as landed from settled;
+select count(*) as landed from settled
+
+-- name: ack
+-- Completes the run and bumps its minute counter (completed) in the same statement, and answers
+-- whether it landed. It stores no result: a body that returned None.
+-- $1 now, $2 job id, $3 worker, $4 claims.
+{ack_open}
+{ack_close};
+
+-- name: complete
+-- The ack with the result a body returned ($5, JSON text) written in the same fenced update.
+-- $1 now, $2 job id, $3 worker, $4 claims, $5 the result.
+{ack_open},
+        result = $5::text
+{ack_close};
 
 -- name: ack_many
 -- The ack of many runs in one statement: each row is fenced on its own claim ($2, $3, $4 are
@@ -36,7 +59,7 @@ settled as (
     from params p, unnest($2::uuid[], $3::text[], $4::int[]) as c(id, worker_id, claims)
     where j.id = c.id and j.state = 'running' and j.claimed_by = c.worker_id
       and j.claims = c.claims
-    returning j.id, j.claims, j.name, p.now_ms
+    returning j.id, j.claims, j.name, p.now_ms, {tell_watcher}
 ),
 counted as (
     select s.name, 'completed' as outcome, s.now_ms from settled s
@@ -67,7 +90,7 @@ settled as (
         updated_at_ms = p.now_ms
     from params p
     where j.id = $2 and j.state = 'running' and j.claimed_by = $3 and j.claims = $4
-    returning j.id, j.name, j.claims, j.attempt + $7::int as attempt, p.now_ms
+    returning j.id, j.name, j.claims, j.attempt + $7::int as attempt, p.now_ms, {tell_watcher}
 ),
 failed_attempts as (
     select s.id as job_id, s.claims, s.attempt, $3::text as worker_id, s.now_ms as at_ms,

@@ -1,0 +1,104 @@
+"""The Postgres result store: a result stored by the fenced complete, a waiter woken by NOTIFY.
+
+`complete` is the ack statement with the result written in its update: one fenced statement,
+counted as an ack; a body that returns `None` goes through the plain ack. `wait` makes sure the
+backend's `LISTEN` session is proven, then flags the job watched (`result_watch`: one update, of a
+live job only; a finished job answers at once). Only a watched job's finishing statement (ack,
+complete, a terminal nack, cancel, the claim's burial) notifies, with the job id on the
+`<schema>_settled` channel. The timeout is the fallback: a notification lost to a re-dial costs
+latency only, as the caller reads again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from xjobs.contract.driver import Claim
+from xjobs.contract.results import StoredResult
+from xjobs_pg.executor import Executor
+from xjobs_pg.params import CompleteParams, One, WatchParams
+from xjobs_pg.wake import WakeListener
+
+
+class SettleWaiters:
+    """This process's result waiters, by job id, woken by the listening session."""
+
+    def __init__(self) -> None:
+        self._by_job: dict[str, list[asyncio.Future[None]]] = {}
+
+    def add(self, job_id: str) -> asyncio.Future[None]:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._by_job.setdefault(job_id, []).append(waiter)
+        return waiter
+
+    def drop(self, job_id: str, waiter: asyncio.Future[None]) -> None:
+        waiters = self._by_job.get(job_id)
+        if waiters is not None and waiter in waiters:
+            waiters.remove(waiter)
+            if not waiters:
+                del self._by_job[job_id]
+
+    def settled(self, job_id: str) -> None:
+        """A notification: the job finished (the payload is its id as Postgres prints a uuid)."""
+        for waiter in self._by_job.pop(job_id, []):
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+class PostgresResults:
+    """`ResultStore` over the jobs table: its `result` column beside `state` and `last_error`."""
+
+    def __init__(
+        self, executor: Executor, listener: WakeListener, waiters: SettleWaiters, channel: str
+    ) -> None:
+        self._x = executor
+        self._listener = listener
+        self._waiters = waiters
+        self._channel = channel
+
+    async def complete(self, claim: Claim, result: str) -> bool:
+        if _job_key(claim.job_id) is None:
+            return False
+        return await self._x.landed("complete", CompleteParams(self._x.now(), claim, result))
+
+    async def read(self, job_id: str) -> StoredResult | None:
+        key = _job_key(job_id)
+        if key is None:
+            return None
+        row = await self._x.fetchrow("result_read", One(key))
+        if row is None:
+            return None
+        return StoredResult(row["state"], row["result"], row["last_error"])
+
+    async def wait(self, job_id: str, timeout_ms: int) -> None:
+        key = _job_key(job_id)
+        if key is None:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_ms, 0) / 1000
+        waiter = self._waiters.add(key)
+        try:
+            # Listening (proven) before the flag: a finish after the flag is never missed.
+            if not await self._listener.until_live(deadline - loop.time()):
+                return  # no proven session in time: the caller reads again (the poll fallback)
+            row = await self._x.fetchrow("result_watch", WatchParams(key, self._channel))
+            if row is None:
+                return  # finished (or gone) before the flag: nothing will notify
+            left = deadline - loop.time()
+            if left > 0:
+                try:
+                    async with asyncio.timeout(left):
+                        await waiter
+                except TimeoutError:
+                    pass
+        finally:
+            self._waiters.drop(key, waiter)
+
+
+def _job_key(job_id: str) -> str | None:
+    """`job_id` as Postgres prints the uuid (a notification's payload), or `None`: it names no row."""
+    try:
+        return str(uuid.UUID(job_id))
+    except (ValueError, TypeError, AttributeError):
+        return None
