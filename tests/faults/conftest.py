@@ -1,0 +1,209 @@
+"""The fault suite's fixtures: a backend per scenario, the scene, and the `--report` writer.
+
+The suite runs in its own session (`nox -s faults`), so `pytest tests` (the `tests` session)
+leaves this folder out; name the folder or a file in it (`pytest tests/faults`), or set
+`XJOBS_FAULTS=1`, to run it. `--report` (or `XJOBS_FAULTS_REPORT=1`) writes the ledger table of
+the run into docs/reliability.md between its markers.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Generator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from redis.asyncio import Redis
+
+from xjobs_pg.schema import quote_schema
+from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable
+from xjobs_pg.testing import DROP_SCHEMA, session
+from xjobs_redis.testing import drop_prefix
+
+from . import harness
+
+HERE = Path(__file__).parent
+
+ROOT = HERE.parent.parent
+DOC = ROOT / "docs" / "reliability.md"
+
+
+def _asked_for(config: pytest.Config) -> bool:
+    if os.environ.get("XJOBS_FAULTS") == "1":
+        return True
+    for arg in config.args:
+        path = Path(arg.split("::")[0]).resolve()
+        if path == HERE or HERE in path.parents:
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if HERE in collection_path.parents and not _asked_for(config):
+        return True  # run by `nox -s faults`, not by the `tests` session
+    return None
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--report",
+        action="store_true",
+        default=False,
+        help="write the fault ledger table of this run into docs/reliability.md",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "scenario(name): the fault scenario's name in the ledger")
+    config.addinivalue_line(
+        "markers", "redis_server(appendonly, appendfsync): the scenario's Redis configuration"
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        outcome = "xfail" if hasattr(report, "wasxfail") else report.outcome
+        for ledger in harness.BOOK:
+            if ledger.nodeid == item.nodeid:
+                ledger.outcome = outcome
+    return report
+
+
+# -- backends ----------------------------------------------------------------------------------
+
+
+@pytest_asyncio.fixture
+async def pg_target() -> AsyncIterator[harness.Target]:
+    """A fresh schema on the session's Postgres server (dropped after)."""
+    try:
+        server = postgres_url()
+    except ServerUnavailable as exc:
+        unavailable(f"no Postgres server for the fault suite: {exc}")
+    schema = f"xjobs_t_{secrets.token_hex(6)}"
+    yield harness.Target("postgres", harness.with_option(server, f"xjobs_schema={schema}"))
+    await harness.ensure_pg_up(server)
+    async with session() as conn:
+        await conn.execute(DROP_SCHEMA.format(schema=quote_schema(schema)))
+
+
+@pytest_asyncio.fixture
+async def redis_target(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[harness.Target]:
+    """A redis-server of this scenario's own (AOF everysec, noeviction, unless the test's
+    `redis_server` marker says otherwise), stopped after."""
+    marker = request.node.get_closest_marker("redis_server")
+    config = marker.kwargs if marker else {}
+    try:
+        server = harness.RedisServer(tmp_path / "redis", **config)
+    except FileNotFoundError as exc:
+        unavailable(f"no Redis server for the fault suite: {exc}")
+    server.start()
+    prefix = f"xjobs_t_{secrets.token_hex(6)}"
+    try:
+        yield harness.Target(
+            "redis", harness.with_option(server.url, f"xjobs_prefix={prefix}"), server
+        )
+    finally:
+        if server.proc is not None and server.proc.paused:
+            server.proc.resume()
+        if server.proc is not None and server.proc.alive:
+            client = Redis.from_url(server.url)
+            try:
+                await drop_prefix(client, prefix)
+            finally:
+                await client.aclose()
+        server.stop()
+
+
+@pytest.fixture(params=["postgres", "redis"])
+def target(request: pytest.FixtureRequest) -> harness.Target:
+    """The scenario's backend: Postgres, then Redis."""
+    name = "pg_target" if request.param == "postgres" else "redis_target"
+    found: harness.Target = request.getfixturevalue(name)
+    return found
+
+
+@pytest.fixture
+def scene(
+    request: pytest.FixtureRequest, target: harness.Target, tmp_path: Path
+) -> Iterator[harness.Scene]:
+    """The scenario on `target`: its processes are stopped by pid afterwards, whatever happened."""
+    marker = request.node.get_closest_marker("scenario")
+    name = marker.args[0] if marker else request.node.originalname
+    scene = harness.Scene(name, target.engine, target.url, tmp_path)
+    scene.ledger.nodeid = request.node.nodeid
+    try:
+        yield scene
+    finally:
+        for proc in scene.procs:
+            if proc.paused:
+                proc.resume()
+        unclean = scene.close()
+        scene.ledger.notes.extend(unclean)
+    # after the faults, every process still standing drains and exits 0 on SIGTERM
+    assert not unclean, f"processes that did not exit 0 on SIGTERM: {unclean}"
+
+
+# -- the report --------------------------------------------------------------------------------
+
+TABLE_START = "<!-- faults:ledger:start -->"
+TABLE_END = "<!-- faults:ledger:end -->"
+HOSTILE_START = "<!-- faults:hostile:start -->"
+HOSTILE_END = "<!-- faults:hostile:end -->"
+
+
+def _ledger_table() -> str:
+    head = (
+        "| Scenario | Backend | Acknowledged | Completed | Buried | Lost | Duplicated (explained) "
+        "| Stuck | Recovery s | Result |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n"
+    )
+    rows = []
+    for ledger in harness.BOOK:
+        if not ledger.acknowledged and not ledger.outcome:
+            continue
+        recovery = "-" if ledger.recovery_s is None else f"{ledger.recovery_s:.1f}"
+        rows.append(
+            f"| {ledger.scenario} | {ledger.backend} | {ledger.acknowledged} | {ledger.completed} "
+            f"| {ledger.buried} | {ledger.lost} | {ledger.duplicated} ({ledger.explained}) "
+            f"| {ledger.stuck} | {recovery} | {ledger.outcome or 'not run'} |"
+        )
+    return head + "\n".join(rows) + "\n"
+
+
+def _hostile_table() -> str:
+    backends = ("memory", "postgres", "redis")
+    cases = list(dict.fromkeys(case for case, _ in harness.HOSTILE))
+    head = "| Input | " + " | ".join(backends) + " |\n|---|" + "---|" * len(backends) + "\n"
+    rows = [
+        f"| {case} | " + " | ".join(harness.HOSTILE.get((case, b), "-") for b in backends) + " |"
+        for case in cases
+    ]
+    return head + "\n".join(rows) + "\n"
+
+
+def _replace(text: str, start: str, end: str, body: str) -> str:
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
+    return f"{before}{start}\n{body}{end}{after}"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    wanted = session.config.getoption("--report", default=False) or (
+        os.environ.get("XJOBS_FAULTS_REPORT") == "1"
+    )
+    if not wanted or not (harness.BOOK or harness.HOSTILE):
+        return
+    text = DOC.read_text()
+    if harness.BOOK:
+        text = _replace(text, TABLE_START, TABLE_END, _ledger_table())
+    if harness.HOSTILE:
+        text = _replace(text, HOSTILE_START, HOSTILE_END, _hostile_table())
+    DOC.write_text(text)
