@@ -55,11 +55,7 @@ def stale(proc: Proc) -> list[str]:
     "stubborn",
     [
         pytest.param(False, id="cancellable"),
-        pytest.param(True, id="swallows-cancel", marks=pytest.mark.xfail(strict=True, reason=(
-            "DEFECT: a worker running an async body that swallows CancelledError never exits on "
-            "SIGTERM: it logs jobs.worker.drain-abandoned and 'worker stopped', then hangs for "
-            "ever in asyncio.run's cancellation of the leftover task (needs SIGKILL)"
-        ))),
+        pytest.param(True, id="swallows-cancel"),
     ],
 )  # fmt: skip
 @pytest.mark.asyncio

@@ -6,7 +6,6 @@ A role's own module says only what differs: its help, its flags, and how they be
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
@@ -17,6 +16,7 @@ from typing import Any
 from xjobs import App, RoleStats
 from xjobs_cli.argtypes import seconds
 from xjobs_cli.load import load_app
+from xjobs_cli.role_loop import run_role
 
 Options = dict[str, Any]
 
@@ -58,7 +58,7 @@ def run_command(command: RoleCommand, args: argparse.Namespace) -> int:
     options = command.options(args)
     if args.drain_timeout is not None:
         options["drain_timeout"] = timedelta(seconds=args.drain_timeout)
-    asyncio.run(serve(command, app, options))
+    run_role(serve(command, app, options))
     return 0
 
 
