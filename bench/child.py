@@ -52,6 +52,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         spec["w7_jobs"],
         spec["w8_runs"],
         spec["op_calls"],
+        spec.get("w10_trips", workloads.LATENCY_JOBS),
     )
     settle = (lambda: quiesce(spec["url"])) if contender.engine == "postgres" else _nothing
     counter: Any = None
@@ -69,6 +70,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         "W6": lambda: workloads.w6(contender, plan, lambda: quiesce(spec["url"])),
         "W7": lambda: workloads.w7(contender, plan, counter.used_memory),
         "W8": lambda: workloads.w8(contender, plan),
+        "W10": lambda: workloads.w10(contender, plan),
         "WOP": lambda: workloads.wop(contender, plan, settle),
     }
     results: dict[str, Any] = {}

@@ -34,6 +34,7 @@ class Contender:
     library: ClassVar[str]
     engine: ClassVar[Engine]
     queue: ClassVar[str] = "bench"
+    results: ClassVar[bool] = False  # W10: the library hands a job's return value to its enqueuer
 
     def version(self) -> str:
         """The version of the library under test (`importlib.metadata.version`)."""
@@ -58,6 +59,12 @@ class Contender:
     async def enqueue_bulk(self, items: Sequence[tuple[int, float]]) -> None:
         """Enqueue every item in one bulk call of the library."""
         raise Unsupported("no bulk enqueue")
+
+    async def round_trip(self, i: int, sent_at: float, timeout_s: float) -> object:
+        """W10: enqueue one job carrying `i` and `sent_at` whose body returns `i`, and await what
+        it returned (at most `timeout_s`), through the library's own result API. Only called
+        when `results` is true."""
+        raise Unsupported("no job results")
 
     def worker(self, concurrency: int) -> contextlib.AbstractAsyncContextManager[None]:
         """A worker running in this process for the body of the `async with`, `concurrency` jobs at once."""

@@ -8,7 +8,7 @@ from typing import Any
 from bench.contender import engine_of
 
 ENGINES = ("memory", "postgres", "redis")
-ORDER = ("W1", "W2", "W3c10", "W3c100", "W4", "W5", "W6", "W7", "W8", "WOP")
+ORDER = ("W1", "W2", "W3c10", "W3c100", "W4", "W5", "W6", "W7", "W8", "W10", "WOP")
 TITLES = {
     "W1": "W1 enqueue one by one",
     "W2": "W2 bulk enqueue (500)",
@@ -19,6 +19,7 @@ TITLES = {
     "W6": "W6 W3 c=10 beside 1M rows",
     "W7": "W7 Redis memory per job",
     "W8": "W8 three-step run",
+    "W10": "W10 enqueue→result latency",
     "WOP": "WOP operator reads beside the fill",
 }
 # the figure each ratio is taken of, and whether less is better
@@ -32,6 +33,7 @@ PRIMARY = {
     "W6": "jobs_per_s",
     "W7": "bytes_per_job",
     "W8": "runs_per_s",
+    "W10": "p50_ms",
     "WOP": "first_filled_p50_ms",
 }
 # WOP: each read, as the report names it, and the most a read beside the fill may cost (p50)
@@ -42,6 +44,7 @@ OP_READS = {
     "queues": "queue counts",
 }
 OP_MAX_RATIO = 2.0
+RESULT_P50_MS = 50.0  # W10: a waiter learns of the settle within 50 ms (Postgres, Redis)
 # W5: the idle budget of semantics.md — the worker's 12/min with the wake live, plus the
 # scheduler leader's 6 (statements on Postgres; on Redis, commands clients send)
 IDLE_BUDGET = {"postgres": 12 + 6, "redis": 12 * 2 + 6}  # a Redis pass: claim + presence, pipelined
@@ -69,7 +72,7 @@ def figure(workload: str, f: dict[str, Any], w3: dict[str, Any] | None) -> str:
         return "error"
     if "unsupported" in f:
         return "none"
-    if workload == "W4":
+    if workload in ("W4", "W10"):
         return f"{f['p50_ms']:.1f} / {f['p99_ms']:.1f} ms"
     if workload == "W5":
         return f"{f['per_minute']:.0f} /min"
@@ -183,7 +186,7 @@ def _throughput_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _latency_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """W4: enqueue-to-start latency percentiles of xjobs on each server."""
+    """W4: enqueue-to-start latency percentiles of xjobs on each server; W10: enqueue-to-result."""
     out: list[dict[str, Any]] = []
     for engine, (p50, p99) in (("postgres", (5.0, 25.0)), ("redis", (2.0, 10.0))):
         f = results.get(xjobs_name(engine), {}).get("W4", {})
@@ -193,6 +196,17 @@ def _latency_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                     f"W4 {engine}: p50 < {p50:g} ms, p99 < {p99:g} ms",
                     f"{f['p50_ms']:.1f} / {f['p99_ms']:.1f} ms",
                     f["p50_ms"] < p50 and f["p99_ms"] < p99,
+                )
+            )
+    # W10: "a waiter learns of the settle within 50 ms on Postgres and Redis"
+    for engine in ("postgres", "redis"):
+        f = results.get(xjobs_name(engine), {}).get("W10", {})
+        if "p50_ms" in f:
+            out.append(
+                _target(
+                    f"W10 {engine}: enqueue→result p50 < {RESULT_P50_MS:g} ms",
+                    f"{f['p50_ms']:.1f} / {f['p99_ms']:.1f} ms",
+                    f["p50_ms"] < RESULT_P50_MS,
                 )
             )
     return out
@@ -350,9 +364,10 @@ def markdown(data: dict[str, Any]) -> str:
         f"Settings: n={settings['n']}, median of {settings['reps']} repetitions "
         f"({', '.join(settings['once'])} once), W6 fill {settings['fill']:,} rows, "
         f"W7 {settings['w7_jobs']:,} jobs, W8 {settings['w8_runs']:,} runs, "
+        f"W10 {settings.get('w10_trips', 200):,} round trips, "
         f"WOP {settings.get('op_calls', 0):,} calls a read. "
         "Ratios are this figure over xjobs's (or the ceiling's) on the same engine: above 1 is "
-        "faster for throughput, slower for W4 latency, costlier for W5 and W7.",
+        "faster for throughput, slower for W4 and W10 latency, costlier for W5 and W7.",
         *_took(data.get("took_s", {})),
         "",
         *table(data["results"]),

@@ -23,9 +23,10 @@ from redis.asyncio import Redis
 from bench import report
 from bench.contender import ADAPTERS, engine_of, load
 
-WORKLOADS = ("W1", "W2", "W3c10", "W3c100", "W4", "W5", "W6", "W7", "W8", "WOP")
-# slow to set up and steady: measured in the first repetition only
-ONCE = ("W5", "W6", "W7", "WOP")
+WORKLOADS = ("W1", "W2", "W3c10", "W3c100", "W4", "W5", "W6", "W7", "W8", "W10", "WOP")
+# slow to set up (or, W10, slow on the polling peers: arq ~0.5 s, saq ~1 s a round trip) and
+# steady: measured in the first repetition only
+ONCE = ("W5", "W6", "W7", "W10", "WOP")
 XJOBS_ONLY = ("W8", "WOP")  # durable steps and the operator surface: no peer has them
 ENGINE_ONLY = {"W6": "postgres", "W7": "redis"}
 BACKENDS = ("memory", "postgres", "redis")
@@ -38,7 +39,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--workloads",
         default=",".join(WORKLOADS),
-        help="comma list of W1…W8 and WOP (W3 runs c=10 and c=100)",
+        help="comma list of W1…W8, W10 and WOP (W3 runs c=10 and c=100)",
     )
     parser.add_argument(
         "--backends", default=",".join(BACKENDS), help="comma list of memory, postgres, redis"
@@ -60,6 +61,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
         type=int,
         default=200,
         help="WOP: timed calls of each read on each table (fewer when they pass 10 s)",
+    )
+    parser.add_argument(
+        "--w10-trips", type=int, default=200, help="W10: enqueue→result round trips"
     )
     parser.add_argument(
         "--idle-seconds", type=float, default=30.0, help="W5: the counted idle window"
@@ -93,6 +97,8 @@ def applicable(name: str, workloads: list[str]) -> list[str]:
     out = [w for w in workloads if ENGINE_ONLY.get(w, engine) == engine]
     if engine == "memory" or name.startswith("ceiling"):
         out = [w for w in out if w != "W5"]  # no server to count on; a ceiling does not idle
+    if name.startswith("ceiling"):
+        out = [w for w in out if w != "W10"]  # a ceiling stores no results: none to wait for
     if not name.startswith("xjobs"):
         out = [w for w in out if w not in XJOBS_ONLY]
     return out
@@ -234,6 +240,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             "w7_jobs": args.w7_jobs,
             "w8_runs": args.w8_runs,
             "op_calls": args.op_calls,
+            "w10_trips": args.w10_trips,
             "idle_s": args.idle_seconds,
             "warm_s": args.warm_seconds,
             **await servers.target(name, engine_of(name), 1 + contenders.index(name)),
@@ -282,6 +289,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             "w7_jobs": args.w7_jobs,
             "w8_runs": args.w8_runs,
             "op_calls": args.op_calls,
+            "w10_trips": args.w10_trips,
             "idle_seconds": args.idle_seconds,
             "once": list(ONCE),
         },

@@ -1,4 +1,4 @@
-"""The workloads W1–W8 and WOP of performance.md, each driving one `Contender` and answering its
+"""The workloads W1–W8, W10 and WOP of performance.md, each driving one `Contender` and answering its
 figures."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ DRAIN_TIMEOUT_S = 900.0
 LATENCY_JOBS = 200
 LATENCY_GAP_S = 0.010
 LATENCY_SETTLE_S = 1.0  # let the idle worker reach its idle state before the first enqueue
+W10_TIMEOUT_S = 30.0  # W10: the longest one round trip may wait for its result
 W6_WINDOW_S = 20.0  # W6 is a rate: the jobs run within this window when a claim is slow
 # WOP: the operator's own rows (in the bench queue, older than the fill), the page size, and how
 # deep the cursor of the deep page sits among them; each read is timed `op_calls` times on each
@@ -46,6 +47,7 @@ class Plan:
     w7_jobs: int
     w8_runs: int
     op_calls: int
+    w10_trips: int = LATENCY_JOBS
 
 
 def _items(n: int, start: int = 0) -> list[tuple[int, float]]:
@@ -129,6 +131,28 @@ async def w4(c: Contender, plan: Plan) -> Figures:
     latencies = sorted(probe.latencies_ms)
     cuts = statistics.quantiles(latencies, n=100, method="inclusive")
     return {"p50_ms": statistics.median(latencies), "p99_ms": cuts[98]}
+
+
+async def w10(c: Contender, plan: Plan) -> Figures:
+    """Enqueue→result latency: `plan.w10_trips` round trips, one at a time, LATENCY_GAP_S apart,
+    each enqueueing a job whose body returns its number and awaiting that value through the
+    library's result API, to a worker left idle for LATENCY_SETTLE_S first: p50 and p99 ms."""
+    if not c.results:
+        raise Unsupported("no job results")
+    await c.reset()
+    probe.reset(plan.w10_trips)
+    samples: list[float] = []
+    async with c.worker(10):
+        await asyncio.sleep(LATENCY_SETTLE_S)
+        for i in range(plan.w10_trips):
+            started = time.perf_counter()
+            answer = await c.round_trip(i, time.time(), W10_TIMEOUT_S)
+            samples.append((time.perf_counter() - started) * 1000.0)
+            if answer != i:
+                raise AssertionError(f"round trip {i} answered {answer!r}, not {i}")
+            await asyncio.sleep(LATENCY_GAP_S)
+    p50, p99 = percentiles(sorted(samples))
+    return {"p50_ms": p50, "p99_ms": p99, "trips": len(samples)}
 
 
 async def w6(c: Contender, plan: Plan, quiesce: Callable[[], Awaitable[None]]) -> Figures:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench import report
+from bench import report, run
 
 ROOT = Path(__file__).parent.parent
 
@@ -17,8 +17,8 @@ def test_a_small_run_on_the_memory_engine_writes_the_table_and_the_json(tmp_path
     done = subprocess.run(
         [
             *(sys.executable, "-m", "bench", "--backends", "memory"),
-            *("--workloads", "W1,W2,W3,W4,W8,WOP", "-n", "300", "--reps", "2", "--w8-runs", "30"),
-            *("--fill", "3000", "--op-calls", "20"),
+            *("--workloads", "W1,W2,W3,W4,W8,W10,WOP", "-n", "300", "--reps", "2"),
+            *("--w8-runs", "30", "--fill", "3000", "--op-calls", "20", "--w10-trips", "20"),
             *("--out", str(tmp_path)),
         ],
         cwd=ROOT,
@@ -36,6 +36,10 @@ def test_a_small_run_on_the_memory_engine_writes_the_table_and_the_json(tmp_path
         assert ceiling[workload]["jobs_per_s"] > 0
     assert ours["W4"]["p50_ms"] <= ours["W4"]["p99_ms"]
     assert (ours["W8"]["step_writes_per_run"], ours["W8"]["step_reads_per_run"]) == (3.0, 1.0)
+    result = ours["W10"]
+    assert (result["trips"], result["reps"]) == (20, 1)  # measured once
+    assert 0 < result["p50_ms"] <= result["p99_ms"]
+    assert "W10" not in ceiling  # a ceiling stores no results
     assert "W8" not in ceiling  # only xjobs has durable steps
     assert "WOP" not in ceiling  # nor an operator surface
     operator = ours["WOP"]
@@ -50,13 +54,18 @@ def test_a_small_run_on_the_memory_engine_writes_the_table_and_the_json(tmp_path
     assert data["machine"]["nproc"] >= 1
     assert data["versions"]["xjobs-memory"]
     took = data["took_s"]
-    assert set(took) == {"run", "W1", "W2", "W3c10", "W3c100", "W4", "W8", "WOP"}
+    assert set(took) == {"run", "W1", "W2", "W3c10", "W3c100", "W4", "W8", "W10", "WOP"}
     assert 0 < sum(v for k, v in took.items() if k != "run") < took["run"]
     markdown = (tmp_path / "latest.md").read_text()
     assert (
         "| workload | backend | library | figure | ratio to xjobs | ratio to ceiling |" in markdown
     )
     assert "| W3 process, c=10 | memory | xjobs-memory |" in markdown
+    assert re.search(
+        r"^\| W10 enqueue→result latency \| memory \| xjobs-memory \| [\d.]+ / [\d.]+ ms \| 1\.00 \|",
+        markdown,
+        re.M,
+    )
     assert re.search(r"^The run took [\d.]+ minutes \(W1 \d+ s, .*WOP \d+ s;", markdown, re.M)
     assert "| WOP operator reads beside the fill | memory | xjobs-memory | p50 filled/empty: " in (
         markdown
@@ -130,3 +139,32 @@ def test_an_operator_run_whose_pages_are_not_comparable_misses_the_target() -> N
     figures = {**_operator(first=(1.0, 1.0), queues=(1.0, 1.0)), "odd": "a short page"}
     (verdict,) = report.targets({"xjobs-memory": {"WOP": figures}})
     assert verdict["met"] is False
+
+
+def test_the_result_target_is_a_p50_under_50_ms_on_postgres_and_redis() -> None:
+    results = {
+        "xjobs-pg": {"W10": {"p50_ms": 61.0, "p99_ms": 90.0}},
+        "xjobs-redis": {"W10": {"p50_ms": 1.6, "p99_ms": 80.0}},  # p99 is not judged
+        "xjobs-memory": {"W10": {"p50_ms": 0.5, "p99_ms": 1.0}},  # no target on memory
+        "arq": {"W10": {"p50_ms": 504.0, "p99_ms": 510.0}},
+        "procrastinate": {"W10": {"unsupported": "no job results"}},
+    }
+    verdicts = {t["target"]: t for t in report.targets(results)}
+    assert set(verdicts) == {
+        "W10 postgres: enqueue→result p50 < 50 ms",
+        "W10 redis: enqueue→result p50 < 50 ms",
+    }
+    postgres = verdicts["W10 postgres: enqueue→result p50 < 50 ms"]
+    redis = verdicts["W10 redis: enqueue→result p50 < 50 ms"]
+    assert (postgres["measured"], postgres["met"]) == ("61.0 / 90.0 ms", False)
+    assert (redis["measured"], redis["met"]) == ("1.6 / 80.0 ms", True)
+    rows = report.table(results)
+    assert "| W10 enqueue→result latency | redis | arq | 504.0 / 510.0 ms | 315.00 |  |" in rows
+    assert "| W10 enqueue→result latency | postgres | procrastinate | none |  |  |" in rows
+
+
+def test_w10_runs_on_every_contender_but_the_ceilings() -> None:
+    assert "W10" in run.applicable("xjobs-pg", ["W10"])
+    assert "W10" in run.applicable("arq", ["W10"])
+    assert "W10" not in run.applicable("ceiling-redis", ["W10"])
+    assert run.parse(["--workloads", "W10", "--w10-trips", "7"]).w10_trips == 7

@@ -23,10 +23,20 @@ async def bench_job(ctx: dict[str, Any], i: int, sent_at: float) -> None:
     probe.ran(i, sent_at)
 
 
+async def bench_answer(ctx: dict[str, Any], i: int, sent_at: float) -> int:
+    """W10: a job whose body returns a small value (its number) for the enqueuer to await."""
+    probe.ran(i, sent_at)
+    return i
+
+
 class Arq(Contender):
-    """arq has no bulk enqueue, so `enqueue_bulk` stays `Unsupported`."""
+    """arq has no bulk enqueue, so `enqueue_bulk` stays `Unsupported`.
+
+    W10 awaits `Job.result()` with arq's default poll delay (0.5 s): arq has no settle hint, its
+    waiter reads the result key on that period."""
 
     library = "arq"
+    results = True
     engine = "redis"
     _settings: RedisSettings
     _redis: ArqRedis
@@ -48,6 +58,11 @@ class Arq(Contender):
     async def enqueue(self, i: int, sent_at: float) -> None:
         await self._redis.enqueue_job("bench_job", i, sent_at)
 
+    async def round_trip(self, i: int, sent_at: float, timeout_s: float) -> object:
+        job = await self._redis.enqueue_job("bench_answer", i, sent_at)
+        assert job is not None  # None only when a job of the same id is already queued
+        return await job.result(timeout=timeout_s)
+
     async def unfinished(self) -> int:
         # A job leaves the queue zset only when it finishes (in the MULTI that also deletes its
         # in-progress key), so running jobs are already counted here.
@@ -56,7 +71,7 @@ class Arq(Contender):
     @contextlib.asynccontextmanager
     async def worker(self, concurrency: int) -> AsyncIterator[None]:
         worker = Worker(
-            [bench_job],
+            [bench_job, bench_answer],
             # its own pool, as a separate worker process would have: Worker.close() closes it
             redis_pool=await create_pool(self._settings),
             max_jobs=concurrency,

@@ -77,6 +77,12 @@ async def bench_job(ctx: Context, i: int, sent_at: float) -> None:
     probe.ran(i, sent_at)
 
 
+async def bench_answer(ctx: Context, i: int, sent_at: float) -> int:
+    """W10: a job whose body returns a small value (its number) for the enqueuer to await."""
+    probe.ran(i, sent_at)
+    return i
+
+
 Q = TypeVar("Q", PostgresQueue, RedisQueue)
 
 
@@ -84,10 +90,13 @@ class _Saq(Contender, Generic[Q]):
     """What both saq queues share: one queue object enqueues, and the in-process worker uses it.
 
     saq has no bulk enqueue (`Queue.map` gathers single enqueues, then waits for the results), so
-    `enqueue_bulk` stays `Unsupported`.
+    `enqueue_bulk` stays `Unsupported`. W10 is `Queue.apply` with saq's defaults: on both
+    queues it reads the job every poll interval (0.5 s) and, in saq 0.26, sleeps one interval
+    more after the read that finds the result (`Queue.map`), so a round trip takes about 1 s.
     """
 
     library = "saq"
+    results = True
     _queue: Q
 
     def _new_queue(self, url: str) -> Q:
@@ -107,9 +116,12 @@ class _Saq(Contender, Generic[Q]):
     async def enqueue(self, i: int, sent_at: float) -> None:
         await self._queue.enqueue("bench_job", i=i, sent_at=sent_at)
 
+    async def round_trip(self, i: int, sent_at: float, timeout_s: float) -> object:
+        return await self._queue.apply("bench_answer", timeout=timeout_s, i=i, sent_at=sent_at)
+
     @contextlib.asynccontextmanager
     async def worker(self, concurrency: int) -> AsyncIterator[None]:
-        worker = Worker(self._queue, functions=[bench_job], concurrency=concurrency)
+        worker = Worker(self._queue, functions=[bench_job, bench_answer], concurrency=concurrency)
         # saq has no handle_signals switch like arq's: leave SIGINT/SIGTERM to the harness.
         worker.SIGNALS = []
         task = asyncio.create_task(worker.start())

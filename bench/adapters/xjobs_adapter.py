@@ -80,6 +80,13 @@ async def bench_job(ctx: xjobs.JobContext, input: Numbered) -> None:
     probe.ran(input.i, input.sent_at)
 
 
+@xjobs.job(tenant="none", idempotency_key=lambda p: f"answer-{p.i}", queue=QUEUE)
+async def bench_answer(ctx: xjobs.JobContext, input: Numbered) -> int:
+    """W10: a job whose body returns a small value (its number) for the enqueuer to await."""
+    probe.ran(input.i, input.sent_at)
+    return input.i
+
+
 class Doomed(RuntimeError):
     """What `bench_dies` raises: WOP's dead rows carry it as their error."""
 
@@ -151,6 +158,7 @@ class XJobs(Contender):
     """xjobs through `App`: `enqueue`, `enqueue_many`, and a worker from `App.worker`."""
 
     library = "xjobs"
+    results = True  # on a backend without the results capability, W10 answers Unsupported
 
     def __init__(self) -> None:
         self.app: xjobs.App | None = None
@@ -166,7 +174,9 @@ class XJobs(Contender):
     async def open(self, target: Target) -> None:
         self.url = target.url
         self.app = xjobs.App(
-            backend=target.url, jobs=[bench_job, three_steps, bench_dies], tasks=[yearly]
+            backend=target.url,
+            jobs=[bench_job, three_steps, bench_dies, bench_answer],
+            tasks=[yearly],
         )
         await self.app.open()
 
@@ -186,6 +196,14 @@ class XJobs(Contender):
         await self._app().enqueue_many(
             bench_job, [Numbered(i=i, sent_at=sent_at) for i, sent_at in items]
         )
+
+    async def round_trip(self, i: int, sent_at: float, timeout_s: float) -> object:
+        if self._app().backend.results is None:
+            name = self._app().backend.name
+            raise Unsupported(f"the {name} backend stores no job results (results) yet")
+        enqueued = await bench_answer.enqueue(Numbered(i=i, sent_at=sent_at))
+        answer: object = await enqueued.result(timeout=timedelta(seconds=timeout_s))
+        return answer
 
     @contextlib.asynccontextmanager
     async def worker(self, concurrency: int) -> AsyncIterator[None]:
