@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 
 
 @dataclass(eq=False)
-class JobContext:
-    """The run's identity (`job_id`, `run_id`, `attempt`, …), its durable `step`s and its `progress()` reporter."""
+class RunIdentity:
+    """What every body knows of its run: ids, name, queue, attempts, the tenant it acts for, and
+    who enqueued it (attribution, never authority)."""
 
     job_id: str
     run_id: str
@@ -29,6 +30,12 @@ class JobContext:
     tenant: str | None
     enqueued_by: str | None
     traceparent: str | None
+
+
+@dataclass(eq=False)
+class JobContext(RunIdentity):
+    """The run's identity (`job_id`, `run_id`, `attempt`, …), its durable `step`s and its `progress()` reporter."""
+
     step: StepApi = field(repr=False)
     _progress: ProgressThrottle = field(repr=False)
     _signal: RunSignal = field(repr=False)
@@ -44,20 +51,10 @@ class JobContext:
 
 
 @dataclass(eq=False)
-class SyncJobContext:
+class SyncJobContext(RunIdentity):
     """What a plain `def` body sees, from its thread: the run's identity, a `progress()` it may call
     and a `cancelled` flag it may poll. Durable steps need an `async def` body."""
 
-    job_id: str
-    run_id: str
-    name: str
-    queue: str
-    attempt: int
-    max_attempts: int
-    final_attempt: bool
-    tenant: str | None
-    enqueued_by: str | None
-    traceparent: str | None
     _progress: ProgressThrottle = field(repr=False)
     _signal: RunSignal = field(repr=False)
     _loop: asyncio.AbstractEventLoop = field(repr=False)
