@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -97,7 +96,9 @@ class JobsFacade:
         rows = self.build(handle, inputs, options)
         if not rows:
             return []
-        return [replace(r, _handle=handle) for r in await self._driver.enqueue(rows)]
+        # rebuilt, not `dataclasses.replace`d: this runs once per enqueued job
+        answered = await self._driver.enqueue(rows)
+        return [EnqueueResult(r.job_id, r.run_id, r.deduped, handle) for r in answered]
 
     async def result(self, handle: JobHandle[Any], job_id: str, within: timedelta | None) -> Any:
         """What a job of `handle` returned, waiting for it to settle (see `wait_for_result`)."""
