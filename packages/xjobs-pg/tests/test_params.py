@@ -98,7 +98,7 @@ SAMPLES: dict[str, Params] = {
     "remove": One(JOB.id),
     "list_jobs": ListParams(WHERE, ["dead"], JobPosition(NOW, JOB.id), 50),
     "job_errors": One(JOB.id),
-    "queue_counts": QueueCountsParams(NOW, 10_000),
+    "queue_counts": QueueCountsParams(NOW, 1_000),
     "cancel_many": CancelManyParams(BULK, "cancelled"),
     "promote_many": WakingBulkParams(BULK, "channel"),
     "remove_many": BULK,

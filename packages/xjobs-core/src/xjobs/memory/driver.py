@@ -26,6 +26,7 @@ from xjobs.contract.driver import (
 )
 from xjobs.contract.introspection import AttemptError
 from xjobs.memory.ledger import MemoryLedger
+from xjobs.memory.listing import ListingIndex
 from xjobs.memory.rows import JobRow
 from xjobs.memory.workers import MemoryWorkerRegistry
 
@@ -44,6 +45,7 @@ class MemoryJobDriver:
 
     def __init__(self, clock: Clock, workers: MemoryWorkerRegistry, wake: WakeSource) -> None:
         self.ledger = MemoryLedger()
+        self.listing = ListingIndex()
         self._on_remove: list[Callable[[str], None]] = []
         self._on_settle: list[Callable[[str], None]] = []
         self._clock = clock
@@ -65,6 +67,7 @@ class MemoryJobDriver:
     def _touch(self, row: JobRow, now: int) -> None:
         """Record a change: bump the row's version (stale heap entries die) and re-index it."""
         row.updated_at_ms = now
+        self.listing.put(row, now)
         version = self._versions.get(row.id, 0) + 1
         self._versions[row.id] = version
         queue = self._queue(row.queue)
@@ -379,6 +382,7 @@ class MemoryJobDriver:
             return JobMove("live", state=row.state)
         record = row.record()
         del self._rows[job_id]
+        self.listing.drop(row)
         self._versions.pop(job_id, None)
         self.ledger.forget(job_id)
         for listener in self._on_remove:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
+from itertools import islice
+
 from xjobs.clock import Clock
-from xjobs.contract.driver import FINISHED_STATES, LIVE_STATES, BulkResult, JobMove
+from xjobs.contract.driver import FINISHED_STATES, JOB_STATES, LIVE_STATES, BulkResult, JobMove
 from xjobs.contract.introspection import (
     COUNT_CAP,
     AttemptError,
@@ -18,6 +22,7 @@ from xjobs.contract.introspection import (
     only_states,
 )
 from xjobs.memory.driver import MemoryJobDriver
+from xjobs.memory.listing import Key
 from xjobs.memory.rows import JobRow
 
 
@@ -39,46 +44,58 @@ class MemoryIntrospection:
         self._clock = clock
         self._jobs = jobs
 
-    def _oldest_first(self, where: JobFilter, states: tuple[str, ...]) -> list[JobRow]:
-        rows = [r for r in self._jobs.rows() if r.state in states and _matches(r, where)]
-        return sorted(rows, key=lambda r: (r.created_at_ms, r.id))
+    def _queues(self, where: JobFilter) -> list[str]:
+        return sorted(self._jobs.listing.queues()) if where.queue is None else [where.queue]
+
+    def _matching(self, keys: Iterator[Key], where: JobFilter) -> Iterator[JobRow]:
+        """The rows of `keys` that match `where` (its states and queue are the keys' own)."""
+        for _, job_id in keys:
+            row = self._jobs.row(job_id)
+            if row is not None and _matches(row, where):
+                yield row
+
+    def _oldest_first(self, where: JobFilter, states: tuple[str, ...]) -> Iterator[JobRow]:
+        listing = self._jobs.listing
+        walks = [listing.oldest_first(q, s) for q in self._queues(where) for s in states]
+        return self._matching(heapq.merge(*walks), where)
 
     async def list_jobs(
         self, where: JobFilter, *, limit: int, after: JobPosition | None
     ) -> list[JobSummary]:
-        rows = [r for r in self._jobs.rows() if _matches(r, where)]
-        if after is not None:
-            rows = [r for r in rows if (r.created_at_ms, r.id) < (after.created_at_ms, after.id)]
-        rows.sort(key=lambda r: (r.created_at_ms, r.id), reverse=True)
-        return [r.summary() for r in rows[:limit]]
+        before: Key | None = None if after is None else (after.created_at_ms, after.id)
+        if where.created_before_ms is not None and (
+            before is None or where.created_before_ms <= before[0]
+        ):
+            before = (where.created_before_ms, "")
+        listing = self._jobs.listing
+        states = where.states or JOB_STATES
+        walks = [listing.newest_first(q, s, before) for q in self._queues(where) for s in states]
+        rows = self._matching(heapq.merge(*walks, reverse=True), where)
+        return [r.summary() for r in islice(rows, limit)]
 
     async def errors(self, job_id: str) -> list[AttemptError]:
         return self._jobs.ledger.errors(job_id)
 
     async def queues(self, now_ms: int) -> list[QueueCounts]:
-        names = {r.queue for r in self._jobs.rows()}
-        names |= {p.name for p in self._jobs.ledger.pauses() if p.kind == "queue"}
+        listing = self._jobs.listing
+        names = listing.queues() | {p.name for p in self._jobs.ledger.pauses() if p.kind == "queue"}
         out = []
         for name in sorted(names):
-            rows = [r for r in self._jobs.rows() if r.queue == name]
-            due = [r for r in rows if r.state == "ready" and r.run_at_ms <= now_ms]
+            scheduled = listing.scheduled(name, now_ms)
 
-            def capped(state: str, rows: list[JobRow] = rows) -> int:
-                return min(sum(1 for r in rows if r.state == state), COUNT_CAP)
+            def capped(state: str, name: str = name) -> int:
+                return min(listing.count(name, state), COUNT_CAP)
 
             out.append(
                 QueueCounts(
                     queue=name,
-                    ready=min(len(due), COUNT_CAP),
-                    scheduled=min(
-                        sum(1 for r in rows if r.state == "ready" and r.run_at_ms > now_ms),
-                        COUNT_CAP,
-                    ),
+                    ready=min(listing.count(name, "ready") - scheduled, COUNT_CAP),
+                    scheduled=min(scheduled, COUNT_CAP),
                     running=capped("running"),
                     waiting=capped("waiting"),
                     dead=capped("dead"),
                     failed=capped("failed"),
-                    oldest_ready_ms=min((r.run_at_ms for r in due), default=None),
+                    oldest_ready_ms=listing.oldest_due(name, now_ms),
                     paused=self._jobs.ledger.paused("queue", name),
                 )
             )
@@ -108,27 +125,37 @@ class MemoryIntrospection:
     async def remove(self, job_id: str) -> JobMove:
         return self._jobs.remove(job_id)
 
+    def _batch(self, where: JobFilter, states: tuple[str, ...], limit: int) -> list[JobRow]:
+        """The oldest `limit` rows to move and up to `COUNT_CAP` beyond them (what remains, read
+        "at least" at the cap), taken before any of them moves."""
+        return list(islice(self._oldest_first(where, states), limit + COUNT_CAP))
+
     async def cancel_many(self, where: JobFilter, limit: int, reason: str | None) -> BulkResult:
-        rows = self._oldest_first(where, only_states(where, sorted(LIVE_STATES)))
+        rows = self._batch(where, only_states(where, sorted(LIVE_STATES)), limit)
         for row in rows[:limit]:
             await self._jobs.cancel(row.id, reason)
-        return BulkResult(moved=min(len(rows), limit), remaining=max(len(rows) - limit, 0))
+        return _moved(rows, limit)
 
     async def promote_many(self, where: JobFilter, limit: int) -> BulkResult:
-        now = self._clock.now_ms()
-        rows = [r for r in self._oldest_first(where, ("ready",)) if r.run_at_ms > now]
         if where.states and "ready" not in where.states:
-            rows = []
+            return BulkResult(moved=0, remaining=0)
+        now = self._clock.now_ms()
+        delayed = (r for r in self._oldest_first(where, ("ready",)) if r.run_at_ms > now)
+        rows = list(islice(delayed, limit + COUNT_CAP))
         for row in rows[:limit]:
             self._jobs.promote(row.id)
-        return BulkResult(moved=min(len(rows), limit), remaining=max(len(rows) - limit, 0))
+        return _moved(rows, limit)
 
     async def remove_many(self, where: JobFilter, limit: int) -> BulkResult:
-        rows = self._oldest_first(where, only_states(where, sorted(FINISHED_STATES)))
+        rows = self._batch(where, only_states(where, sorted(FINISHED_STATES)), limit)
         for row in rows[:limit]:
             self._jobs.remove(row.id)
-        return BulkResult(moved=min(len(rows), limit), remaining=max(len(rows) - limit, 0))
+        return _moved(rows, limit)
 
     async def retry_many(self, where: JobFilter, limit: int) -> BulkResult:
         states = only_states(where, sorted(FINISHED_STATES))
-        return self._jobs.retry_many(self._oldest_first(where, states), limit)
+        return self._jobs.retry_many(self._batch(where, states, limit), limit)
+
+
+def _moved(rows: list[JobRow], limit: int) -> BulkResult:
+    return BulkResult(moved=min(len(rows), limit), remaining=max(len(rows) - limit, 0))
