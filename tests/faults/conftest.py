@@ -157,6 +157,8 @@ TABLE_START = "<!-- faults:ledger:start -->"
 TABLE_END = "<!-- faults:ledger:end -->"
 HOSTILE_START = "<!-- faults:hostile:start -->"
 HOSTILE_END = "<!-- faults:hostile:end -->"
+FIGURES_START = "<!-- faults:figures:start -->"
+FIGURES_END = "<!-- faults:figures:end -->"
 
 
 def _ledger_table() -> str:
@@ -189,6 +191,11 @@ def _hostile_table() -> str:
     return head + "\n".join(rows) + "\n"
 
 
+def _figures_table() -> str:
+    head = "| Measurement | Figure |\n|---|---|\n"
+    return head + "\n".join(f"| {what} | {figure} |" for what, figure in harness.FIGURES.items())
+
+
 def _replace(text: str, start: str, end: str, body: str) -> str:
     before, rest = text.split(start, 1)
     _, after = rest.split(end, 1)
@@ -199,11 +206,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     wanted = session.config.getoption("--report", default=False) or (
         os.environ.get("XJOBS_FAULTS_REPORT") == "1"
     )
-    if not wanted or not (harness.BOOK or harness.HOSTILE):
+    if not wanted or not (harness.BOOK or harness.HOSTILE or harness.FIGURES):
         return
     text = DOC.read_text()
     if harness.BOOK:
         text = _replace(text, TABLE_START, TABLE_END, _ledger_table())
     if harness.HOSTILE:
         text = _replace(text, HOSTILE_START, HOSTILE_END, _hostile_table())
+    if harness.FIGURES:
+        text = _replace(text, FIGURES_START, FIGURES_END, _figures_table() + "\n")
     DOC.write_text(text)

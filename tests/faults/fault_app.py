@@ -16,6 +16,10 @@ Fault hooks, read from the environment when the app opens (the test sets them pe
   `published`, and hangs before the outbox rows are marked.
 - `XJOBS_FAULT_CLOCK_OFFSET_MS` — `cron_app`'s clock runs this many ms off the wall clock (the
   same offset in every scheduler process), so a minute boundary falls a few seconds after start.
+- `XJOBS_FAULT_CLOCK_JUMP_FILE` — where libfaketime is not installed, the process's wall clock
+  (`time.time`, `time.time_ns`) is shifted by the seconds that file holds (`+3600`, `-300`),
+  read again on every call: the test jumps the clock of a running process by rewriting it.
+  (With libfaketime the harness preloads it instead, which shifts every wall-clock reading.)
 """
 
 from __future__ import annotations
@@ -32,6 +36,24 @@ from typing import Any
 from pydantic import BaseModel
 
 import xjobs
+
+
+def _jump_wall_clock(path: str) -> None:
+    """Shift this process's `time.time` and `time.time_ns` by the seconds `path` holds."""
+    real_time, real_ns = time.time, time.time_ns
+
+    def offset_s() -> float:
+        try:
+            return float(Path(path).read_text().strip() or 0)
+        except (OSError, ValueError):
+            return 0.0
+
+    time.time = lambda: real_time() + offset_s()
+    time.time_ns = lambda: real_ns() + int(offset_s() * 1e9)
+
+
+if os.environ.get("XJOBS_FAULT_CLOCK_JUMP_FILE"):
+    _jump_wall_clock(os.environ["XJOBS_FAULT_CLOCK_JUMP_FILE"])
 
 URL = os.environ.get("XJOBS_FAULT_URL", "memory://")
 QUEUE = "faults"
@@ -249,6 +271,8 @@ JOBS = [work, workflow, hog, forever, tick]
 
 app = FaultApp(URL, jobs=JOBS)
 cron_app = FaultApp(URL, jobs=[tick], tasks=[every_minute], clock=OffsetClock())
+# the same task on the system clock: a skew comes from the process's own wall clock (faketime)
+skew_app = FaultApp(URL, jobs=[tick], tasks=[every_minute])
 
 
 def minute_floor(epoch_s: float) -> datetime:

@@ -59,6 +59,7 @@ PG_APP_NAME = "xjobs-fault-worker"  # the application_name of every worker's Pos
 # Every ledger of this pytest process, for `--report` (conftest adds the outcome of its test).
 BOOK: list[Ledger] = []
 HOSTILE: dict[tuple[str, str], str] = {}  # (case, backend) -> verdict, for the report
+FIGURES: dict[str, str] = {}  # measurement -> the figure a scenario reported (never asserted)
 
 
 # -- faults ------------------------------------------------------------------------------------
@@ -446,19 +447,29 @@ class Scene:
         concurrency: int = 5,
         lease_s: float = LEASE_S,
         limit_as: int | None = None,
+        clock: dict[str, str] | None = None,
         **env: str,
     ) -> Proc:
-        """A worker process on `fault_app:app`."""
+        """A worker process on `fault_app:app` (`clock`: a `shifted_clock` environment)."""
         flags = ["--lease", str(lease_s), "--concurrency", str(concurrency)]
         flags += ["--drain-timeout", "2", "--log-level", "INFO"]
+        env = {**(clock or {}), **env}
         return self.start("worker", "fault_app:app", *flags, limit_as=limit_as, env=env)
 
-    def scheduler(self, *, ttl_s: float = 2.0, renew_s: float = 0.5, **env: str) -> Proc:
-        """A scheduler process on `fault_app:cron_app`."""
+    def scheduler(
+        self,
+        *,
+        ttl_s: float = 2.0,
+        renew_s: float = 0.5,
+        app: str = "fault_app:cron_app",
+        clock: dict[str, str] | None = None,
+        **env: str,
+    ) -> Proc:
+        """A scheduler process on `fault_app:cron_app` (or `app`; `clock`: a `shifted_clock`
+        environment)."""
         flags = ("--leader-ttl", str(ttl_s), "--renew-every", str(renew_s))
-        return self.start(
-            "scheduler", "fault_app:cron_app", *flags, "--drain-timeout", "2", env=env
-        )
+        env = {**(clock or {}), **env}
+        return self.start("scheduler", app, *flags, "--drain-timeout", "2", env=env)
 
     def relay(self, *, lease_s: float = 1.0, **env: str) -> Proc:
         """A relay process on `fault_app:app`."""
@@ -551,6 +562,25 @@ async def until_async(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
         await asyncio.sleep(POLL_S)
+
+
+LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+
+
+def shifted_clock(offset_file: Path) -> dict[str, str]:
+    """The environment of a process whose wall clock runs the seconds `offset_file` holds off the
+    machine's (`+3600`), read on every reading, so rewriting the file jumps the clock of the
+    running process. libfaketime when installed (every wall-clock reading of the process);
+    else `fault_app`'s own shift of `time.time`. The monotonic clock is never shifted, as a real
+    jump (NTP, a VM resumed) leaves it alone."""
+    if LIBFAKETIME.exists():
+        return {
+            "LD_PRELOAD": str(LIBFAKETIME),
+            "FAKETIME_TIMESTAMP_FILE": str(offset_file),
+            "FAKETIME_NO_CACHE": "1",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+        }
+    return {"XJOBS_FAULT_CLOCK_JUMP_FILE": str(offset_file)}
 
 
 def with_option(url: str, option: str) -> str:
@@ -833,7 +863,14 @@ def free_port() -> int:
 class RedisServer:
     """A redis-server of the scenario's own, so it can be killed, paused and reconfigured."""
 
-    def __init__(self, root: Path, *, appendonly: bool = True, appendfsync: str = "everysec"):
+    def __init__(
+        self,
+        root: Path,
+        *,
+        appendonly: bool = True,
+        appendfsync: str = "everysec",
+        maxmemory_policy: str = "noeviction",
+    ):
         executable = shutil.which("redis-server")
         if executable is None:
             raise FileNotFoundError("no redis-server on PATH")
@@ -843,6 +880,7 @@ class RedisServer:
         self.port = free_port()
         self.appendonly = appendonly
         self.appendfsync = appendfsync
+        self.maxmemory_policy = maxmemory_policy
         self.proc: Proc | None = None
         self.starts = 0
 
@@ -863,7 +901,7 @@ class RedisServer:
         argv = [self.executable, "--port", str(self.port), "--bind", "127.0.0.1"]
         argv += ["--save", "", "--dir", str(self.root), "--daemonize", "no"]
         argv += ["--appendonly", "yes" if self.appendonly else "no"]
-        argv += ["--appendfsync", self.appendfsync, "--maxmemory-policy", "noeviction"]
+        argv += ["--appendfsync", self.appendfsync, "--maxmemory-policy", self.maxmemory_policy]
         self.proc = Proc(
             f"redis-{self.starts}", argv, dict(os.environ), self.root / f"redis-{self.starts}.log"
         )

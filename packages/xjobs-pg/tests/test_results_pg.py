@@ -176,6 +176,6 @@ async def test_opening_a_version_6_schema_adds_the_result_columns(
             )
         assert await results_of(upgraded).complete(claim, "[1]") is True
         stored = await results_of(upgraded).read(claim.job_id)
-    assert version == SCHEMA_VERSION == 7
+    assert version == SCHEMA_VERSION >= 7
     assert stored is not None
     assert (stored.state, stored.result) == ("completed", "[1]")

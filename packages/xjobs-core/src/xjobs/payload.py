@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import typing
+from collections.abc import Iterator
+from functools import cache
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -38,7 +41,8 @@ def encode_payload(
 ) -> str:
     """The JSON text stored for `value`, refused unless the run will decode exactly what was sent:
     no NUL, no lone surrogate, no NaN or infinity, no integer over `MAX_INT_BITS` bits, no
-    nesting deeper than `MAX_PAYLOAD_DEPTH`, nothing JSON cannot carry, at most `max_bytes`."""
+    nesting deeper than `MAX_PAYLOAD_DEPTH`, nothing JSON cannot carry, at most `max_bytes`, and,
+    in a model with an untyped part (`Any`, a bare `dict`), nothing the decode would change."""
     what = f"payload of job {job!r}"
     try:
         dumped = value.model_dump()
@@ -54,7 +58,96 @@ def encode_payload(
         raise PayloadInvalidError(
             f"payload of job {job!r} is {size} bytes, over the limit of {max_bytes}"
         )
+    if is_loose(type(value)):
+        check_round_trip(value, text, what=what)
     return text
+
+
+# -- what an untyped part keeps ---------------------------------------------------------------
+
+JSON_TYPES = "a dict with str keys, a list, a str, an int, a float, a bool or None"
+_BARE = (dict, list, tuple, set, frozenset)
+
+
+@cache
+def is_loose(model: type[BaseModel]) -> bool:
+    """Whether `model` (or a model inside it) has a part its annotation does not type: `Any`,
+    `object`, a bare container, or extra fields it keeps. Only such a part can hold a value the
+    JSON decode changes (a tuple into a list, a datetime into a str); a typed field decodes back
+    to its own type. Answered once per model."""
+    if model.model_config.get("extra") == "allow":
+        return True
+    return any(_loose_annotation(f.annotation, {model}) for f in model.model_fields.values())
+
+
+def _loose_annotation(annotation: object, seen: set[type]) -> bool:
+    if annotation is Any or annotation is object or annotation in _BARE:
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if annotation in seen:
+            return False
+        seen.add(annotation)
+        if annotation.model_config.get("extra") == "allow":
+            return True
+        return any(_loose_annotation(f.annotation, seen) for f in annotation.model_fields.values())
+    if isinstance(annotation, TypeVar):
+        return True
+    return any(_loose_annotation(arg, seen) for arg in typing.get_args(annotation))
+
+
+def check_round_trip(value: BaseModel, text: str, *, what: str) -> None:
+    """Refuse `value` unless decoding `text` gives it back unchanged, type for type.
+
+    Inside an untyped part only JSON's own values survive the trip: a tuple would reach the body
+    as a list, a set or a datetime (or a UUID, a Decimal, an enum, bytes, a model) as a list or a
+    str, an int mapping key as a str. Each is `PayloadInvalidError`, naming where it is."""
+    try:
+        decoded = type(value).model_validate_json(text)
+    except (ValidationError, ValueError) as exc:
+        raise PayloadInvalidError(f"{what} does not decode back to its model: {exc}") from exc
+    first = next(_differences(value, decoded, "input"), None)
+    if first is not None:
+        path, sent, got = first
+        raise PayloadInvalidError(
+            f"{what} would reach the body changed: {path} is {_shown(sent)}, the body would get "
+            f"{_shown(got)} (an untyped field keeps only JSON values: {JSON_TYPES})"
+        )
+
+
+def _shown(item: object) -> str:
+    return f"{item!r:.60} ({type(item).__name__})"
+
+
+def _differences(sent: object, got: object, path: str) -> Iterator[tuple[str, object, object]]:
+    if type(sent) is not type(got):
+        yield path, sent, got
+    elif isinstance(sent, BaseModel):
+        assert isinstance(got, BaseModel)
+        for name in type(sent).model_fields:
+            yield from _differences(getattr(sent, name), getattr(got, name), f"{path}.{name}")
+        yield from _differences(
+            sent.__pydantic_extra__ or {}, got.__pydantic_extra__ or {}, f"{path}.<extra>"
+        )
+    elif isinstance(sent, dict):
+        assert isinstance(got, dict)
+        if list(sent) != list(got):
+            yield path, sent, got
+        for key, item in sent.items():
+            yield from _differences(item, got[key], f"{path}[{key!r}]")
+    elif isinstance(sent, list | tuple):
+        assert isinstance(got, list | tuple)
+        if len(sent) != len(got):
+            yield path, sent, got
+        for n, (item, other) in enumerate(zip(sent, got, strict=False)):
+            yield from _differences(item, other, f"{path}[{n}]")
+    elif not _same_scalar(sent, got):
+        yield path, sent, got
+
+
+def _same_scalar(sent: object, got: object) -> bool:
+    if isinstance(sent, float) and isinstance(got, float):  # -0.0 is not 0.0 here
+        return sent == got and math.copysign(1.0, sent) == math.copysign(1.0, got)
+    return bool(sent == got)
 
 
 def check_json_values(value: object, *, what: str) -> None:
@@ -62,8 +155,8 @@ def check_json_values(value: object, *, what: str) -> None:
     surrogate in any string (keys included), a non-finite float, an integer over `MAX_INT_BITS`
     bits, containers nested deeper than `MAX_PAYLOAD_DEPTH`.
 
-    Postgres jsonb rejects `\\u0000` and UTF-8 cannot carry a lone surrogate, while Redis would
-    store either; JSON has no NaN (it would reach the body as `null`). Every driver refuses them
+    Postgres jsonb (an event's payload) rejects `\\u0000` and UTF-8 cannot carry a lone
+    surrogate, while Redis would store either; JSON has no NaN (it would reach the body as `null`). Every driver refuses them
     the same way, before anything is written. The walk is iterative: any depth is refused, never
     a `RecursionError`.
     """

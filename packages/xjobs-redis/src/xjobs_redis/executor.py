@@ -12,7 +12,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from xjobs.clock import Clock, is_system_clock
 from xjobs.errors import BackendError
@@ -57,18 +57,28 @@ class Executor:
         return "" if self._server_time else str(self._clock.now_ms())
 
     async def load(self) -> None:
-        """SCRIPT LOAD every script in one round trip (at open, and after a NOSCRIPT)."""
+        """SCRIPT LOAD every script in one round trip (at open, and after a NOSCRIPT). A server
+        without script flags (before Redis 7) refuses the flagged ones: they are loaded again
+        without their flag (one more round trip, once)."""
+        shas = await self._load()
+        if any(isinstance(sha, ResponseError) for sha in shas) and self._scripts == load_scripts():
+            self._scripts = load_scripts(flags=False)
+            shas = await self._load()
         scripts = list(self._scripts.values())
-        try:
-            async with self.client.pipeline(transaction=False) as pipe:
-                for script in scripts:
-                    pipe.script_load(script.source)
-                shas = await pipe.execute()
-        except Exception as exc:
-            raise interpret_error(exc) from exc
         for script, sha in zip(scripts, shas, strict=True):
+            if isinstance(sha, Exception):
+                raise interpret_error(sha) from sha
             if sha != script.sha:
                 raise BackendError(f"Redis loaded script {script.name} as {sha}, not {script.sha}")
+
+    async def _load(self) -> list[Any]:
+        try:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for script in self._scripts.values():
+                    pipe.script_load(script.source)
+                return list(await pipe.execute(raise_on_error=False))
+        except Exception as exc:
+            raise interpret_error(exc) from exc
 
     async def run(self, call: Call) -> Any:
         """One script call, one round trip (two more after a server restart flushed the scripts)."""

@@ -1,7 +1,10 @@
 """Noticing that the server lost our data: its `run_id` watched, and its persistence read.
 
 A baseline is read at open (one pipelined round trip: `INFO server`, `INFO persistence`,
-`CONFIG GET save`, the queue set's `EXISTS`). It is read again only when the wake subscription is
+`CONFIG GET save`, `CONFIG GET maxmemory-policy`, the queue set's `EXISTS`). A server that keeps
+nothing on disk logs WARNING `jobs.redis.no-persistence`; one that may evict keys (a
+`maxmemory-policy` other than `noeviction`) logs ERROR `jobs.redis.eviction-policy`: under memory
+pressure it would drop jobs without a trace. It is read again only when the wake subscription is
 (re)established: a restart drops every connection, so the wake re-dials, and its probe is
 followed by this check. An idle worker sends nothing more (the idle budget is untouched).
 
@@ -23,11 +26,13 @@ from xjobs_redis.keys import Keys
 log = logging.getLogger("xjobs_redis.health")
 
 MAY_BE_LOST = "every job enqueued, settled or acknowledged since the server's last save"
+MAY_BE_EVICTED = "any job, lease or slot key once the server reaches maxmemory"
 
 
 def server_health(backend: Backend) -> dict[str, Any] | None:
     """The Redis backend's `health` dict (`None` for another backend): `run_id`, `persistence`
-    ('aof', 'rdb' or 'none'), `data_lost` (sticky) and `data_lost_reason`."""
+    ('aof', 'rdb' or 'none'), `eviction_policy` (`None` when CONFIG is refused), `data_lost`
+    (sticky) and `data_lost_reason`."""
     return backend.health if backend.name == "redis" else None
 
 
@@ -41,6 +46,7 @@ class ServerWatch:
         self.health: dict[str, Any] = {
             "run_id": None,
             "persistence": None,
+            "eviction_policy": None,
             "data_lost": False,
             "data_lost_reason": None,
         }
@@ -50,8 +56,9 @@ class ServerWatch:
             pipe.info("server")
             pipe.info("persistence")
             pipe.config_get("save")
+            pipe.config_get("maxmemory-policy")
             pipe.exists(self._keys.queues())
-            server, persistence, save, exists = await pipe.execute(raise_on_error=False)
+            server, persistence, save, policy, exists = await pipe.execute(raise_on_error=False)
         if isinstance(server, Exception) or isinstance(persistence, Exception):
             raise server if isinstance(server, Exception) else persistence
         if int(persistence.get("aof_enabled", 0)) == 1:
@@ -60,6 +67,8 @@ class ServerWatch:
             mode = "rdb" if persistence.get("rdb_last_bgsave_status") == "ok" else "none"
         else:
             mode = "rdb" if str(save.get("save", "")).strip() else "none"
+        if not isinstance(policy, Exception):
+            self.health["eviction_policy"] = policy.get("maxmemory-policy")
         return str(server["run_id"]), mode, bool(exists), dict(persistence)
 
     async def open(self) -> None:
@@ -78,6 +87,12 @@ class ServerWatch:
             log.warning(
                 "jobs.redis.no-persistence",
                 extra={"run_id": run_id, "may_be_lost_on_restart": MAY_BE_LOST},
+            )
+        policy = self.health["eviction_policy"]
+        if policy not in (None, "noeviction"):
+            log.error(
+                "jobs.redis.eviction-policy",
+                extra={"maxmemory_policy": policy, "may_be_evicted": MAY_BE_EVICTED},
             )
 
     async def check(self) -> None:

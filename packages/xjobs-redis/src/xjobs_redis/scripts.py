@@ -9,6 +9,13 @@ from importlib import resources
 
 LIBRARY = "lib"
 
+# The scripts a full server (at `maxmemory` under `noeviction`) must still run, so the runs under
+# way keep their leases and settle, and their settles free memory: on Redis 7+ each is loaded
+# with the `allow-oom` flag (a shebang line). Every other write (an enqueue, a claim) is refused
+# while the server is full, before it writes anything (`XJOBS_BACKEND_ERROR`, naming maxmemory).
+ALLOW_OOM = frozenset({"ack", "nack", "heartbeat", "slot_renew", "slot_release"})
+OOM_SHEBANG = "#!lua flags=allow-oom\n"
+
 
 @dataclass(frozen=True, slots=True)
 class LuaScript:
@@ -32,12 +39,14 @@ def lua_names() -> list[str]:
 
 
 @cache
-def load_scripts() -> dict[str, LuaScript]:
-    """Every operation's script, keyed by name (read once per process)."""
+def load_scripts(flags: bool = True) -> dict[str, LuaScript]:
+    """Every operation's script, keyed by name (read once per process); `flags=False` leaves out
+    the shebang of the `ALLOW_OOM` scripts, for a server older than Redis 7 that has no flags."""
     library = read_lua(LIBRARY)
     found: dict[str, LuaScript] = {}
     for name in lua_names():
-        source = f"{library}\n{read_lua(name)}"
+        head = OOM_SHEBANG if flags and name in ALLOW_OOM else ""
+        source = f"{head}{library}\n{read_lua(name)}"
         sha = hashlib.sha1(source.encode("utf-8"), usedforsecurity=False).hexdigest()
         found[name] = LuaScript(name=name, source=source, sha=sha)
     return found

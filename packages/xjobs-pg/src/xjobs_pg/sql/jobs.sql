@@ -34,7 +34,7 @@ inserted as (
     insert into {schema}.jobs (id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
                                run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent,
                                created_at_ms, updated_at_ms)
-    select i.id, i.run_id, i.name, i.queue, i.tenant_id, i.idempotency_key, i.payload::jsonb, i.priority,
+    select i.id, i.run_id, i.name, i.queue, i.tenant_id, i.idempotency_key, i.payload, i.priority,
            coalesce(i.run_at_ms, i.now_ms), i.max_attempts, i.dead_letter, i.enqueued_by, i.traceparent,
            i.now_ms, i.now_ms
     from input i
@@ -77,7 +77,7 @@ upserted as (
     insert into {schema}.jobs as j (id, run_id, name, queue, tenant_id, idempotency_key, payload,
                                     priority, run_at_ms, max_attempts, dead_letter, enqueued_by,
                                     traceparent, created_at_ms, updated_at_ms)
-    select i.id, i.run_id, i.name, i.queue, i.tenant_id, i.idempotency_key, i.payload::jsonb, i.priority,
+    select i.id, i.run_id, i.name, i.queue, i.tenant_id, i.idempotency_key, i.payload, i.priority,
            coalesce(i.run_at_ms, i.now_ms), i.max_attempts, i.dead_letter, i.enqueued_by, i.traceparent,
            i.now_ms, i.now_ms
     from input i
@@ -154,7 +154,7 @@ buried as (
         finished_at_ms = p.now_ms, lease_until_ms = null, last_error = $8, updated_at_ms = p.now_ms
     from params p
     where j.id in (select id from exhausted)
-    returning j.id, j.run_id, j.name, j.queue, j.tenant_id, j.payload::text as payload, j.state,
+    returning j.id, j.run_id, j.name, j.queue, j.tenant_id, j.payload, j.state,
               j.attempt, j.claims, j.claimed_by, p.now_ms, {tell_watcher}
 ),
 failed_attempts as (
@@ -220,7 +220,7 @@ claimed as (
         lease_until_ms = p.now_ms + $6::bigint, updated_at_ms = p.now_ms
     from params p
     where j.id in (select id from candidates)
-    returning j.id, j.run_id, j.name, j.queue, j.tenant_id, j.payload::text as payload, j.priority,
+    returning j.id, j.run_id, j.name, j.queue, j.tenant_id, j.payload, j.priority,
               j.attempt, j.max_attempts, j.dead_letter, j.claims, j.lease_until_ms, j.enqueued_by,
               j.traceparent, j.created_at_ms, j.run_at_ms, j.state
 )

@@ -15,7 +15,7 @@ staged as (
     insert into {schema}.outbox (id, run_id, name, queue, tenant_id, idempotency_key, payload,
                                  priority, run_at_ms, max_attempts, dead_letter, enqueued_by,
                                  traceparent, staged_at_ms)
-    select t.id, t.run_id, t.name, t.queue, t.tenant_id, t.idempotency_key, t.payload::jsonb,
+    select t.id, t.run_id, t.name, t.queue, t.tenant_id, t.idempotency_key, t.payload,
            t.priority, t.run_at_ms, t.max_attempts, t.dead_letter, t.enqueued_by, t.traceparent,
            p.now_ms
     from unnest($2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[],
@@ -55,7 +55,7 @@ claimed as (
         for update of c skip locked
     )
     returning o.id, o.run_id, o.name, o.queue, o.tenant_id, o.idempotency_key,
-              o.payload::text as payload, o.priority, o.run_at_ms, o.max_attempts, o.dead_letter,
+              o.payload, o.priority, o.run_at_ms, o.max_attempts, o.dead_letter,
               o.enqueued_by, o.traceparent, o.staged_at_ms
 )
 select c.id, c.run_id, c.name, c.queue, c.tenant_id, c.idempotency_key, c.payload, c.priority,

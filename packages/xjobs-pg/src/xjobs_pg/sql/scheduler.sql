@@ -58,7 +58,7 @@ inserted as (
     insert into {schema}.jobs (id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
                                run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent,
                                created_at_ms, updated_at_ms)
-    select $5::uuid, $6::uuid, $7::text, $8::text, $9::text, $10::text, $11::text::jsonb, $12::int,
+    select $5::uuid, $6::uuid, $7::text, $8::text, $9::text, $10::text, $11::text, $12::int,
            coalesce($13::bigint, p.now_ms), $14::int, $15::bool, $16::text, $17::text,
            p.now_ms, p.now_ms
     from params p
