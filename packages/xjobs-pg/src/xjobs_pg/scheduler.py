@@ -11,10 +11,11 @@ import asyncpg
 
 from xjobs.contract.driver import NewJob
 from xjobs.contract.stores import TaskFire
-from xjobs.errors import BackendError, BackendUnavailableError
+from xjobs.errors import BackendError, BackendUnavailableError, LeaderUnsafeError
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor
 from xjobs_pg.params import One
+from xjobs_pg.pooling import behind_proxy
 from xjobs_pg.sql import Statements
 from xjobs_pg.store_params import (
     ArmParams,
@@ -117,15 +118,27 @@ class PostgresAdvisoryLeader:
 
     UNSAFE behind a transaction-pooling proxy (pgbouncer `pool_mode = transaction`): the lock lives
     in whichever server session ran the statement, and the proxy hands sessions to other clients
-    between transactions. Connect straight to Postgres, or through session pooling.
+    between transactions. Connect straight to Postgres, or through session pooling. So each new
+    connection is checked first: one that reaches the server through a proxy (`behind_proxy`) is
+    closed and the acquire raises `LeaderUnsafeError`, unless `proxy_declared` (a session-pooling
+    proxy the URL declares); it never leads.
 
     `ttl_ms` is not used: the lock lasts as long as the session. When the session ends the lock is
     free at once, with no grace, and an acquire that finds the connection dead answers `False`
     (leadership lost); the next acquire reconnects and tries again.
     """
 
-    def __init__(self, dsn: str, key: str, statements: Statements, **connect: Any) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        key: str,
+        statements: Statements,
+        *,
+        proxy_declared: bool = False,
+        **connect: Any,
+    ) -> None:
         self._dsn = dsn
+        self._proxy_declared = proxy_declared
         self._key = key
         self._sql = statements
         self._connect = connect
@@ -138,10 +151,7 @@ class PostgresAdvisoryLeader:
             if self._holder not in (None, candidate):
                 return False
             if self._conn is None:
-                try:
-                    self._conn = await asyncpg.connect(self._dsn, **self._connect)
-                except Exception as exc:
-                    raise interpret_error(exc) from exc
+                self._conn = await self._dial()
             try:
                 leads = bool(
                     await self._conn.fetchval(self._sql["advisory_acquire"], *One(self._key).bind())
@@ -175,6 +185,27 @@ class PostgresAdvisoryLeader:
                 # The session's end frees its locks whatever the unlock did.
                 if not conn.is_closed():
                     conn.terminate()
+
+    async def _dial(self) -> asyncpg.Connection:
+        """A new dedicated connection, refused when it reaches the server through an undeclared proxy."""
+        try:
+            conn: asyncpg.Connection = await asyncpg.connect(self._dsn, **self._connect)
+        except Exception as exc:
+            raise interpret_error(exc) from exc
+        try:
+            proxied = not self._proxy_declared and await behind_proxy(conn, self._sql)
+        except BaseException:
+            conn.terminate()
+            raise
+        if proxied:
+            conn.terminate()
+            raise LeaderUnsafeError(
+                "the advisory-lock leader's connection reaches Postgres through a pooling proxy: a "
+                "session lock there may belong to another client (pgbouncer in transaction mode). "
+                "Use the lease leader (the backend's default), connect this leader straight to "
+                "Postgres, or declare a session-pooling proxy with xjobs_pooler=session"
+            )
+        return conn
 
     def _drop(self) -> None:
         """Forget a dead connection, and the leadership it held."""

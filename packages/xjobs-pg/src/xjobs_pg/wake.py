@@ -1,6 +1,7 @@
 """The wake: one `LISTEN` connection per backend, live only after a probe crossed it, unproven on every re-dial.
 
 The same session listens on the result waiters' channel: a watched job's id when it finishes.
+Through a declared transaction-pooling proxy no session is dialled at all (`listens=False`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class WakeListener:
         *,
         settled_channel: str | None = None,
         on_settled: Callable[[str], None] | None = None,
+        listens: bool = True,
         **connect: Any,
     ) -> None:
         self._dsn = dsn
@@ -46,6 +48,9 @@ class WakeListener:
         self._on_settled = on_settled
         self._live = asyncio.Event()
         self._connect = connect
+        # A LISTEN through a transaction-pooling proxy hears nothing, and leaves a server session
+        # listening in the proxy's pool (pgbouncer then logs each notify it drops): never dialled.
+        self._listens = listens
         self._task: asyncio.Task[None] | None = None
         self._probe = ""
         self._proved = asyncio.Event()
@@ -53,7 +58,7 @@ class WakeListener:
         self._conn: asyncpg.Connection | None = None
 
     def start(self) -> None:
-        if self._task is None:
+        if self._task is None and self._listens:
             self._task = asyncio.ensure_future(self._hold())
 
     def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
@@ -73,6 +78,7 @@ class WakeListener:
             return True
         if timeout_s <= 0:
             return False
+        # Not listening, the wait runs out its time (never proven): a result waiter polls at it.
         try:
             async with asyncio.timeout(timeout_s):
                 await self._live.wait()

@@ -116,7 +116,7 @@ class LeaseKeeper:
 
     async def _renew(self, renewal: Renewal) -> None:
         try:
-            held = await renewal.renew()
+            held = await self._answered_in_window(renewal)
         except Exception as exc:
             if self.stopped():
                 return
@@ -140,6 +140,24 @@ class LeaseKeeper:
         else:
             self._signal.abort(renewal.loss())
 
+    async def _answered_in_window(self, renewal: Renewal) -> bool:
+        """The renewal's answer, or `TimeoutError` once its window closes without one.
+
+        A pooler (pgbouncer) holds a statement for as long as its server is down, and a cancelled
+        statement returns only when the server answers: the renewal is not awaited past the window.
+        """
+        left_s = self._window_s - (time.monotonic() - renewal.last_landed)
+        renewing = asyncio.ensure_future(renewal.renew())
+        renewing.add_done_callback(_retrieved)
+        try:
+            done, _ = await asyncio.wait({renewing}, timeout=max(left_s, 0.001))
+        finally:
+            if not renewing.done():
+                renewing.cancel()  # it ends when the engine answers; nothing waits for that
+        if not done:
+            raise TimeoutError(f"{renewal.what}: no answer within the window")
+        return renewing.result()
+
     async def _job_fence_missed(self) -> None:
         """The fence missed: an operator cancelled the job, or another claim took it."""
         try:
@@ -161,3 +179,9 @@ class LeaseKeeper:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+
+
+def _retrieved(task: asyncio.Future[bool]) -> None:
+    """Read a renewal's outcome, so one left behind never logs 'exception was never retrieved'."""
+    if not task.cancelled():
+        task.exception()
