@@ -18,6 +18,7 @@ import pytest
 from xjobs.contract import hookspecs
 from xjobs.contract.driver import BatchAck, JobDriver
 from xjobs.contract.introspection import JobIntrospection
+from xjobs.contract.retention import RetentionStore
 from xjobs.contract.stores import (
     EventBus,
     LeaderElection,
@@ -39,6 +40,7 @@ PROTOCOLS: dict[str, type] = {
     "LeaderElection": LeaderElection,
     "OutboxStore": OutboxStore,
     "JobIntrospection": JobIntrospection,
+    "RetentionStore": RetentionStore,
 }
 
 # Each protocol's memory implementation, by "module:class".
@@ -53,6 +55,7 @@ MEMORY = {
     "LeaderElection": "xjobs.memory.scheduler:MemoryLeader",
     "OutboxStore": "xjobs.memory.outbox:MemoryOutboxStore",
     "JobIntrospection": "xjobs.memory.introspection:MemoryIntrospection",
+    "RetentionStore": "xjobs.memory.retention:MemoryRetention",
 }
 
 RECORDER = textwrap.dedent(

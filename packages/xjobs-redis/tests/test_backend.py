@@ -97,6 +97,7 @@ class TestOpen:
             "introspection",
             "results",
             "wake",
+            "retention",
         }
 
 

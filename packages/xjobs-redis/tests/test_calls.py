@@ -12,13 +12,13 @@ import pytest
 from xjobs.contract.driver import Claim, Nack
 from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
 from xjobs.testing import rows
-from xjobs_redis.calls import events, fleet, jobs, operator, scheduler
+from xjobs_redis.calls import events, fleet, jobs, operator, purge, scheduler
 from xjobs_redis.calls.operator import WalkFilter
 from xjobs_redis.executor import Call
 from xjobs_redis.keys import Keys
 from xjobs_redis.scripts import lua_names, read_lua
 
-FAMILIES: tuple[ModuleType, ...] = (jobs, fleet, events, scheduler, operator)
+FAMILIES: tuple[ModuleType, ...] = (jobs, fleet, events, scheduler, operator, purge)
 # Module-level helpers of a family that are not script builders.
 HELPERS = {"counted", "counter_keys"}
 # A header entry: `-- KEYS[3]  ...`, `-- ARGV[3 + r]  ...`, `-- KEYS[3..]  ...`: the index, then a
@@ -62,8 +62,9 @@ SAMPLES: dict[str, Callable[[], Call]] = {
     "cancel": lambda: jobs.cancel(
         K, now=NOW, queue="alpha", job_ids=["j-1"] * ROWS, error="x", answer_records=True
     ),
+    # one job's HASH and its steps HASH: the two entries of the tail
     "requeue": lambda: jobs.requeue(
-        K, now=NOW, queue="alpha", job_ids=["j-1"] * ROWS, answer_records=True
+        K, now=NOW, queue="alpha", jobs=[("j-1", "r-1")] * (ROWS // 2), answer_records=True
     ),
     "walk": lambda: operator.walk(
         K,
@@ -114,6 +115,20 @@ SAMPLES: dict[str, Callable[[], Call]] = {
     ),
     "leader_acquire": lambda: scheduler.leader_acquire(K, now=NOW, candidate="s-1", ttl_ms=1),
     "leader_release": lambda: scheduler.leader_release(K, candidate="s-1"),
+    # one job's HASH and its steps HASH: the two entries of the tail
+    "purge_jobs": lambda: purge.purge_jobs(
+        K,
+        queue="alpha",
+        state="completed",
+        cutoff_ms=1,
+        names={},
+        jobs=[("j-1", "r-1")] * (ROWS // 2),
+    ),
+    "purge_counters": lambda: purge.purge_counters(
+        K, queue="alpha", tier="minute", cutoff_ms=1, limit=10, dry=False
+    ),
+    "purge_workers": lambda: purge.purge_workers(K, cutoff_ms=1, limit=10, dry=False),
+    "purge_events_count": lambda: purge.purge_events_count(K, cutoff_ms=1),
 }
 
 

@@ -19,6 +19,7 @@ from xjobs_redis.executor import Executor
 from xjobs_redis.health import ServerWatch
 from xjobs_redis.introspection import RedisIntrospection
 from xjobs_redis.keys import DEFAULT_PREFIX, Keys, validate_prefix
+from xjobs_redis.purge import Expiry, RedisRetention
 from xjobs_redis.results import RedisResults
 from xjobs_redis.scheduler import RedisLeader, RedisSchedulerState
 from xjobs_redis.slots import RedisSlotStore
@@ -98,19 +99,22 @@ async def open_backend(
         await subscriber.close()
         await client.aclose()
 
+    expiry = Expiry()  # the retention policy every settling script reads, once the app keeps one
+    events = RedisEventBus(executor, keys)
     backend = Backend(
         name="redis",
         url=url,
         clock=clock,
-        jobs=RedisJobDriver(executor, keys),
+        jobs=RedisJobDriver(executor, keys, expiry),
         workers=RedisWorkerRegistry(executor, keys),
         slots=RedisSlotStore(executor, keys),
         steps=RedisStepStore(executor, keys),
-        events=RedisEventBus(executor, keys),
+        events=events,
         scheduler=RedisSchedulerState(executor, keys),
         leader=RedisLeader(executor, keys),
         introspection=RedisIntrospection(executor, keys, clock),
-        results=RedisResults(executor, keys),
+        results=RedisResults(executor, keys, expiry),
+        retention=RedisRetention(executor, keys, events, expiry),
         wake=source,
         on_close=close,
         health=watch.health,

@@ -16,18 +16,21 @@ from xjobs.contract.driver import (
 )
 from xjobs_redis.calls import jobs as calls
 from xjobs_redis.claim import ClaimPass
-from xjobs_redis.executor import Executor
+from xjobs_redis.executor import Command, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queue_of, queues, reader
+from xjobs_redis.purge import Expiry
 from xjobs_redis.rows import job_move, job_record
 
 
 class RedisJobDriver:
     """Jobs as HASHes indexed per queue; each operation is an atomic script on the queue's slot."""
 
-    def __init__(self, executor: Executor, keys: Keys) -> None:
+    def __init__(self, executor: Executor, keys: Keys, expiry: Expiry | None = None) -> None:
         self._x = executor
         self._k = keys
+        # The retention policy every settle passes its script (a finished job's keys expire).
+        self._expiry = expiry or Expiry()
         self._claim = ClaimPass(executor, keys)
 
     # -- enqueue and claim --------------------------------------------------------------------
@@ -64,14 +67,16 @@ class RedisJobDriver:
         queue = await queue_of(self._x, self._k, claim)
         if queue is None:
             return False
-        call = calls.ack(self._k, now=self._x.now(), queue=queue, claim=claim)
+        keep = self._expiry.json
+        call = calls.ack(self._k, now=self._x.now(), queue=queue, claim=claim, keep=keep)
         return bool(await self._x.run(call) == 1)
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
         queue = await queue_of(self._x, self._k, claim)
         if queue is None:
             return False
-        call = calls.nack(self._k, now=self._x.now(), queue=queue, claim=claim, nack=nack)
+        now, keep = self._x.now(), self._expiry.json
+        call = calls.nack(self._k, now=now, queue=queue, claim=claim, nack=nack, keep=keep)
         return bool(await self._x.run(call) == 1)
 
     async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
@@ -109,14 +114,27 @@ class RedisJobDriver:
         return job_move(reply)
 
     async def requeue(self, job_id: str) -> JobMove:
-        queue = await locate(self._x, self._k, job_id)
-        if queue is None:
+        """Two round trips to find the job's queue and run (the queue set, the run id in each),
+        then `requeue.lua`."""
+        found = await self._run_of(job_id)
+        if found is None:
             return JobMove("missing")
+        queue, run_id = found
         call = calls.requeue(
-            self._k, now=self._x.now(), queue=queue, job_ids=[job_id], answer_records=True
+            self._k, now=self._x.now(), queue=queue, jobs=[(job_id, run_id)], answer_records=True
         )
         (reply,) = await self._x.run(call)
         return job_move(reply)
+
+    async def _run_of(self, job_id: str) -> tuple[str, str] | None:
+        """The queue holding `job_id` and its run id, or `None` when no queue does."""
+        names = await queues(self._x, self._k)
+        if not names:
+            return None
+        keys = [self._k.job(q, job_id) for q in names]
+        runs = await self._x.batch([_run_id(key) for key in keys])
+        found = [(q, str(r)) for q, r in zip(names, runs, strict=True) if r is not None]
+        return found[0] if found else None
 
     async def get(self, job_id: str) -> JobRecord | None:
         """Two round trips: the queue set, then every queue's candidate job HASH, pipelined."""
@@ -128,3 +146,7 @@ class RedisJobDriver:
             if reply:
                 return job_record({str(f): str(v) for f, v in dict(reply).items()})
         return None
+
+
+def _run_id(key: str) -> Command:
+    return lambda pipe: pipe.hget(key, "run_id")

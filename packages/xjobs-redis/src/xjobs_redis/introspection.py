@@ -205,12 +205,18 @@ class RedisIntrospection:
     async def retry_many(self, where: JobFilter, limit: int) -> BulkResult:
         states = only_states(where, sorted(FINISHED_STATES))
         picked, remaining = await self._select(
-            where, states, limit, fields=NAMESPACE_FIELDS, free=True
+            where, states, limit, fields=(*NAMESPACE_FIELDS, "run_id"), free=True
         )
         now = self._x.now()
         batch = [
-            job_calls.requeue(self._k, now=now, queue=q, job_ids=ids, answer_records=False)
-            for q, ids in _by_queue(picked).items()
+            job_calls.requeue(
+                self._k,
+                now=now,
+                queue=q,
+                jobs=[(row.id, str(row.fields[3])) for row in rows],
+                answer_records=False,
+            )
+            for q, rows in _rows_by_queue(picked).items()
         ]
         return BulkResult(_moved(await self._x.batch(batch), "requeued"), remaining)
 
@@ -259,7 +265,7 @@ class RedisIntrospection:
 
 def _namespace(row: Row) -> tuple[str, ...]:
     """A walked job's idempotency namespace (per queue on Redis), from its NAMESPACE_FIELDS."""
-    name, tenant, key = row.fields
+    name, tenant, key = row.fields[:3]
     return (row.queue, str(name), str(tenant or ""), str(key))
 
 

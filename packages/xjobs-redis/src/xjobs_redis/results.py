@@ -18,21 +18,24 @@ from xjobs_redis.calls import jobs as calls
 from xjobs_redis.executor import Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queue_of
+from xjobs_redis.purge import Expiry
 from xjobs_redis.rows import job_state
 
 
 class RedisResults:
     """`ResultStore` over the job HASHes: the `result` field beside `state` and `last_error`."""
 
-    def __init__(self, executor: Executor, keys: Keys) -> None:
+    def __init__(self, executor: Executor, keys: Keys, expiry: Expiry | None = None) -> None:
         self._x = executor
         self._k = keys
+        self._expiry = expiry or Expiry()
 
     async def complete(self, claim: Claim, result: str) -> bool:
         queue = await queue_of(self._x, self._k, claim)
         if queue is None:
             return False
-        call = calls.ack(self._k, now=self._x.now(), queue=queue, claim=claim, result=result)
+        now, keep = self._x.now(), self._expiry.json
+        call = calls.ack(self._k, now=now, queue=queue, claim=claim, result=result, keep=keep)
         return bool(await self._x.run(call) == 1)
 
     async def read(self, job_id: str) -> StoredResult | None:

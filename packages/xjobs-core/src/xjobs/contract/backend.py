@@ -10,6 +10,7 @@ from xjobs.clock import Clock
 from xjobs.contract.driver import BatchAck, JobDriver
 from xjobs.contract.introspection import JobIntrospection
 from xjobs.contract.results import ResultStore
+from xjobs.contract.retention import RetentionStore
 from xjobs.contract.stores import (
     EventBus,
     LeaderElection,
@@ -34,6 +35,7 @@ CAPABILITIES: Final[frozenset[str]] = frozenset(
         "introspection",
         "results",
         "wake",
+        "retention",
     }
 )
 # What a backend declares beyond its stores: `ack_many`, its driver settles many completions at once.
@@ -93,6 +95,7 @@ class Backend:
     introspection: JobIntrospection | None = None
     results: ResultStore | None = None
     wake: WakeSource | None = None
+    retention: RetentionStore | None = None
     on_close: Callable[[], Awaitable[None]] | None = None
     on_install: Callable[[], Awaitable[None]] | None = None
     features: frozenset[str] = frozenset()

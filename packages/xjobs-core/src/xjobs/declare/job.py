@@ -96,6 +96,7 @@ class JobHandle(Generic[I]):
         "queue",
         "redact_input",
         "result_max_bytes",
+        "retention_ms",
         "retry",
         "step_timeout_ms",
         "sync",
@@ -121,8 +122,11 @@ class JobHandle(Generic[I]):
         redact_input: Callable[[I], object] | None,
         on_settled: Callable[..., Awaitable[None]] | None,
         result_max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        retention_ms: int | None = None,
     ) -> None:
         self.fn = fn
+        # How long a finished job of this name is kept (`None`: the app's policy for its state).
+        self.retention_ms = retention_ms
         self.sync = not inspect.iscoroutinefunction(fn)
         self.result_max_bytes = result_max_bytes
         self.input_model = input_model
@@ -398,6 +402,7 @@ def _build(fn: Callable[..., object], options: dict[str, Any]) -> JobHandle[Any]
         result_max_bytes=finite_count(
             "result_max_bytes", options["result_max_bytes"], minimum=1, maximum=MAX_RESULT_BYTES
         ),
+        retention_ms=optional_duration_ms("retention", options["retention"]),
     )
 
 
@@ -419,6 +424,7 @@ def job(
     redact_input: Callable[[I], object] | None = ...,
     on_settled: Callable[..., Awaitable[None]] | None = ...,
     result_max_bytes: int = ...,
+    retention: timedelta | None = ...,
 ) -> JobHandle[I]: ...
 
 
@@ -440,6 +446,7 @@ def job(
     redact_input: Callable[[Any], object] | None = ...,
     on_settled: Callable[..., Awaitable[None]] | None = ...,
     result_max_bytes: int = ...,
+    retention: timedelta | None = ...,
 ) -> Callable[[Body[Any] | SyncBody[Any]], JobHandle[Any]]: ...
 
 
@@ -460,11 +467,14 @@ def job(
     redact_input: Callable[[Any], object] | None = None,
     on_settled: Callable[..., Awaitable[None]] | None = None,
     result_max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    retention: timedelta | None = None,
 ) -> JobHandle[Any] | Callable[[Body[Any] | SyncBody[Any]], JobHandle[Any]]:
     """Declare a job: `@job(tenant=..., idempotency_key=...)` over `async def body(ctx, input: Model)`
     (durable steps, the event loop) or a plain `def body(ctx, input: Model)` (run on a thread).
 
     Every option is validated here, once; a bad one raises an `XJobsError` naming it.
+    `retention` keeps a finished job of this name that long in every finished state, instead of
+    the app's `Retention` policy.
     """
     options: dict[str, Any] = {
         "tenant": tenant,
@@ -481,6 +491,7 @@ def job(
         "redact_input": redact_input,
         "on_settled": on_settled,
         "result_max_bytes": result_max_bytes,
+        "retention": retention,
     }
     if fn is not None:
         return _build(fn, options)

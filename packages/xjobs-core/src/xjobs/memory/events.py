@@ -21,6 +21,12 @@ class MemoryEventBus:
         self._jobs = jobs
         self._events: dict[str, list[EventRecord]] = {}
         self._waits: dict[str, EventWait] = {}  # by job id
+        jobs.on_remove(self._forget_run)
+
+    def _forget_run(self, run_id: str) -> None:
+        """A removed (or purged) job's wait goes with it."""
+        for job_id in [j for j, w in self._waits.items() if w.run_id == run_id]:
+            del self._waits[job_id]
 
     async def now(self) -> int:
         return self._clock.now_ms()
@@ -68,3 +74,13 @@ class MemoryEventBus:
                 del self._waits[job_id]
                 purged += 1
         return purged
+
+    def expired(self, older_than_ms: int) -> int:
+        """How many events and lapsed waits `purge_expired(older_than_ms)` would delete."""
+        events = sum(1 for es in self._events.values() for e in es if e.sent_at_ms < older_than_ms)
+        waits = sum(
+            1
+            for w in self._waits.values()
+            if w.deadline_ms is not None and w.deadline_ms < older_than_ms
+        )
+        return events + waits

@@ -60,6 +60,26 @@ class MemoryLedger:
             self._folded.add(bucket)
         return len(closed)
 
+    def purgeable(self, tier: CounterTier, before_ms: int) -> list[_Key]:
+        """The buckets of `tier` starting before `before_ms` a purge may drop, oldest first (a
+        minute bucket only once it is folded into its hour and day)."""
+        return sorted(
+            key
+            for key in self._tiers[tier]
+            if key[0] < before_ms and (tier != "minute" or key[0] in self._folded)
+        )
+
+    def purge(self, tier: CounterTier, before_ms: int, limit: int) -> int:
+        """Drop at most `limit` purgeable buckets of `tier`; the folded marks of dropped minutes go
+        once none of their rows is left."""
+        doomed = self.purgeable(tier, before_ms)[:limit]
+        for key in doomed:
+            del self._tiers[tier][key]
+        if tier == "minute":
+            left = {b for (b, _, _) in self._tiers["minute"]}
+            self._folded -= {b for (b, _, _) in doomed if b not in left}
+        return len(doomed)
+
     # -- attempt errors ---------------------------------------------------------------------------
 
     def record_error(self, error: AttemptError) -> None:

@@ -16,6 +16,7 @@ from xjobs.memory.events import MemoryEventBus
 from xjobs.memory.introspection import MemoryIntrospection
 from xjobs.memory.outbox import MemoryOutboxStore
 from xjobs.memory.results import MemoryResults
+from xjobs.memory.retention import MemoryRetention
 from xjobs.memory.scheduler import MemoryLeader, MemorySchedulerState
 from xjobs.memory.slots import MemorySlotStore
 from xjobs.memory.steps import MemoryStepStore
@@ -29,6 +30,7 @@ def _fresh(url: str, clock: Clock) -> Backend:
     wake = WakeSource()
     wake.set_live(True)  # in one process the hint cannot be lost, so it needs no probe
     jobs = MemoryJobDriver(clock, workers, wake)
+    events = MemoryEventBus(clock, jobs)
     return Backend(
         name="memory",
         url=url,
@@ -37,13 +39,14 @@ def _fresh(url: str, clock: Clock) -> Backend:
         workers=workers,
         slots=MemorySlotStore(clock),
         steps=MemoryStepStore(jobs),
-        events=MemoryEventBus(clock, jobs),
+        events=events,
         outbox=MemoryOutboxStore(clock, wake),
         scheduler=MemorySchedulerState(clock, jobs),
         leader=MemoryLeader(clock),
         introspection=MemoryIntrospection(clock, jobs),
         results=MemoryResults(jobs),
         wake=wake,
+        retention=MemoryRetention(jobs, events, workers),
         features=frozenset({"ack_many"}),
     )
 

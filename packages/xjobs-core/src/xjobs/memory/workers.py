@@ -39,3 +39,14 @@ class MemoryWorkerRegistry:
         for worker_id in [w for w, (_, expires) in self._rows.items() if expires <= now]:
             del self._rows[worker_id]
         return [self._rows[w][0] for w in sorted(self._rows)]
+
+    def purge(self, before_ms: int, limit: int) -> int:
+        """Delete at most `limit` rows that expired before `before_ms`, oldest expiry first."""
+        stale = sorted((e, w) for w, (_, e) in self._rows.items() if e < before_ms)[:limit]
+        for _, worker_id in stale:
+            del self._rows[worker_id]
+        return len(stale)
+
+    def stale(self, before_ms: int) -> int:
+        """How many rows expired before `before_ms`."""
+        return sum(1 for _, e in self._rows.values() if e < before_ms)

@@ -23,7 +23,7 @@ create table if not exists {schema}.jobs (
     queue text not null,
     tenant_id text,
     idempotency_key text not null,
-    payload jsonb not null,
+    payload text not null,
     state text not null default 'ready'
         check (state in ('ready', 'running', 'waiting', 'completed', 'failed', 'dead', 'cancelled')),
     priority smallint not null default 0,
@@ -185,7 +185,7 @@ create table if not exists {schema}.outbox (
     queue text not null,
     tenant_id text,
     idempotency_key text not null,
-    payload jsonb not null,
+    payload text not null,
     priority smallint not null,
     run_at_ms bigint,
     max_attempts integer not null,
@@ -268,4 +268,80 @@ alter table {schema}.jobs add column if not exists result text;
 alter table {schema}.jobs add column if not exists watched text;
 
 insert into {schema}.schema_version (singleton, version) values (true, 7)
+    on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);
+
+-- Version 8, payloads as text. jobs.payload and outbox.payload hold the JSON text the codec
+-- encoded, byte for byte, as results do (version 7): jsonb would reparse it on every enqueue and
+-- change what the body decodes (numeric numbers turn -0.0 into 0 and 1e300 into an integer inside
+-- an untyped field). The event payload stays jsonb, for its match operators. A schema installed
+-- before moves each column once, guarded on its current type, so installing again changes nothing.
+do $$
+begin
+    if (select a.atttypid from pg_attribute a
+        where a.attrelid = to_regclass('{schema}.jobs') and a.attname = 'payload') = 'jsonb'::regtype then
+        alter table {schema}.jobs alter column payload type text using payload::text;
+    end if;
+    if (select a.atttypid from pg_attribute a
+        where a.attrelid = to_regclass('{schema}.outbox') and a.attname = 'payload') = 'jsonb'::regtype then
+        alter table {schema}.outbox alter column payload type text using payload::text;
+    end if;
+end
+$$;
+
+insert into {schema}.schema_version (singleton, version) values (true, 8)
+    on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);
+
+-- Version 8, retention (xjobs.purge, sql/purge.sql). The purge of finished jobs walks this index:
+-- a loose scan finds each (finished state, job name) pair, and each pair is read oldest finish
+-- first up to the batch size, so a batch never scans the table. It is partial, so a live row
+-- never enters it: a row is added once, by the statement that finishes it, which moves state (an
+-- indexed column) and so was never a HOT update, and the enqueue, the claim and the heartbeat
+-- pay nothing for it.
+create index if not exists jobs_purgeable
+    on {schema}.jobs (state, name, finished_at_ms)
+    where state in ('completed', 'failed', 'dead', 'cancelled');
+
+-- The purge of sent events oldest first, and of waits whose deadline lapsed.
+create index if not exists events_sent
+    on {schema}.events (sent_at_ms);
+
+create index if not exists event_waits_deadline
+    on {schema}.event_waits (deadline_ms)
+    where deadline_ms is not null;
+
+-- Table health for a queue. A job row is updated several times in its short life (claim,
+-- heartbeats, progress, the settle) and then deleted by the purge, so the table churns like no
+-- other. fillfactor 80 leaves a fifth of each heap page free, so the new version of an updated row
+-- fits on its own page: a progress write or a watch (no indexed column) is a HOT update that adds
+-- no index entry, and the others stay on the page instead of spreading the table. The default
+-- autovacuum waits for a fifth of the table to be dead before it runs, which on a large table is
+-- millions of dead rows that the claim index scans step over, so vacuum here runs after 1 percent
+-- (plus 1000 rows) is dead or inserted, and analyze after 2 percent: many small vacuums, each
+-- short. The cost limit stays the server default: a vacuum let run faster during a purge of a
+-- million rows took the IO and WAL a claim and a settle commit on (the bench, W9). Each setting
+-- is a storage parameter: setting it again is a no-op, an installed table takes it with no
+-- rewrite (the fillfactor applies to pages written from then on), and no lock a claim waits on
+-- is held past the install transaction.
+alter table {schema}.jobs set (
+    fillfactor = 80,
+    autovacuum_vacuum_scale_factor = 0.01,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_insert_scale_factor = 0.01,
+    autovacuum_vacuum_insert_threshold = 1000,
+    autovacuum_analyze_scale_factor = 0.02
+);
+
+-- The side tables a purge deletes from in step with jobs: vacuumed as early, so the space the
+-- purge frees is reused instead of growing them.
+alter table {schema}.steps set (
+    autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_analyze_scale_factor = 0.05
+);
+
+alter table {schema}.attempt_errors set (
+    autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_analyze_scale_factor = 0.05
+);
+
+insert into {schema}.schema_version (singleton, version) values (true, 8)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);

@@ -16,6 +16,14 @@ def counted(outcome: str) -> str:
     return outcome if outcome in COUNTED_OUTCOMES else ""
 
 
+def _run_steps(k: Keys, queue: str, claim: Claim) -> str:
+    """The steps HASH of the claim's run, or the job HASH standing in when the claim names no run
+    (a settle then sets no expiry: see lib's expire_finished)."""
+    if claim.run_id is None:
+        return k.job(queue, claim.job_id)
+    return k.steps(queue, claim.run_id)
+
+
 def counter_keys(k: Keys, queue: str) -> list[str]:
     """The minute counters HASH and its index, as every settling script takes them."""
     return [k.counters(queue, "minute"), k.counter_index(queue, "minute")]
@@ -77,8 +85,11 @@ def peek(k: Keys, *, now: str, queue: str, want: int, sweep_bound: int) -> Call:
     return Call("peek", keys, [now, want, sweep_bound])
 
 
-def ack(k: Keys, *, now: str, queue: str, claim: Claim, result: str | None = None) -> Call:
-    """Settle the claim's run completed (and count it), storing `result` (JSON) when given."""
+def ack(
+    k: Keys, *, now: str, queue: str, claim: Claim, result: str | None = None, keep: str = ""
+) -> Call:
+    """Settle the claim's run completed (and count it), storing `result` (JSON) when given;
+    `keep` is the retention policy's JSON (`purge.Expiry`), '' while retention is off."""
     keys = [
         k.job(queue, claim.job_id),
         k.leased(queue),
@@ -86,8 +97,10 @@ def ack(k: Keys, *, now: str, queue: str, claim: Claim, result: str | None = Non
         k.finished(queue, "completed"),
         k.created(queue),
         *counter_keys(k, queue),
+        _run_steps(k, queue, claim),
     ]
-    return Call("ack", keys, [now, claim.worker_id, claim.claims, result or ""])
+    keep = keep if claim.run_id is not None else ""
+    return Call("ack", keys, [now, claim.worker_id, claim.claims, keep, result or ""])
 
 
 def watch(k: Keys, *, queue: str, job_id: str) -> Call:
@@ -95,7 +108,7 @@ def watch(k: Keys, *, queue: str, job_id: str) -> Call:
     return Call("watch", [k.job(queue, job_id)], [k.settled_channel(queue)])
 
 
-def nack(k: Keys, *, now: str, queue: str, claim: Claim, nack: Nack) -> Call:
+def nack(k: Keys, *, now: str, queue: str, claim: Claim, nack: Nack, keep: str = "") -> Call:
     """Store the settle room's `nack` as it is: its state, run_at, attempt, error and counter."""
     # A live state files the job in no finished ZSET; the failed one stands in, untouched, so
     # the script's KEYS keep one shape.
@@ -108,7 +121,9 @@ def nack(k: Keys, *, now: str, queue: str, claim: Claim, nack: Nack) -> Call:
         k.waiting(queue),
         k.errors(queue),
         *counter_keys(k, queue),
+        _run_steps(k, queue, claim),
     ]
+    keep = keep if claim.run_id is not None else ""
     args: list[Arg] = [
         now,
         claim.worker_id,
@@ -120,6 +135,7 @@ def nack(k: Keys, *, now: str, queue: str, claim: Claim, nack: Nack) -> Call:
         1 if nack.writes_error else 0,
         nack.error or "",
         claim.job_id,
+        keep,
         counted(nack.outcome),
     ]
     return Call("nack", keys, args)
@@ -155,9 +171,13 @@ def cancel(
     return Call("cancel", keys, [now, error, 1 if answer_records else 0])
 
 
-def requeue(k: Keys, *, now: str, queue: str, job_ids: Sequence[str], answer_records: bool) -> Call:
-    """Put the finished jobs among `job_ids` (one queue's) back to ready, each as `requeue` does."""
+def requeue(
+    k: Keys, *, now: str, queue: str, jobs: Sequence[tuple[str, str]], answer_records: bool
+) -> Call:
+    """Put the finished jobs among `jobs` ((id, run_id) pairs of one queue) back to ready, each as
+    `requeue` does; their steps HASHes lose the expiry a finish set (retention)."""
     keys = [k.ready(queue), k.live(queue), k.created(queue)]
     keys += [k.finished(queue, state) for state in ("completed", "failed", "dead", "cancelled")]
-    keys += [k.job(queue, job_id) for job_id in job_ids]
+    for job_id, run_id in jobs:
+        keys += [k.job(queue, job_id), k.steps(queue, run_id)]
     return Call("requeue", keys, [now, 1 if answer_records else 0])

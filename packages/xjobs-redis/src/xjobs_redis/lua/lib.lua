@@ -184,6 +184,24 @@ local function file_finished(job, state_zset)
   redis.call('ZADD', state_zset, redis.call('HGET', job, 'created_at_ms'), job)
 end
 
+-- Retention (xjobs_redis.purge): give a job that just finished, and its run's steps HASH (the
+-- job key itself stands in when the caller did not know the run), the expiry its keep says.
+-- `keep` is the policy's JSON, '' when retention is off or the run is unknown: {"s": {state: ms},
+-- "n": {job name: ms}}, a name's own keep first. The expiry is relative, on the server's clock,
+-- so a finished job's keys leave the server even when no purge runs (the purge trims the index
+-- entries and attempt errors they leave).
+local function expire_finished(job, steps, state, keep)
+  if keep == nil or keep == '' then
+    return
+  end
+  local policy = cjson.decode(keep)
+  local ttl = policy.n[redis.call('HGET', job, 'name')] or policy.s[state]
+  if ttl then
+    redis.call('PEXPIRE', job, ttl)
+    redis.call('PEXPIRE', steps, ttl)
+  end
+end
+
 -- Every field of a job hash, flat (field, value, ...), as HGETALL answers.
 local function whole(job)
   return redis.call('HGETALL', job)

@@ -6,7 +6,7 @@
 -- waiting, the queue's waiting ZSET (score run_at). An
 -- uncounted nack hands the claim's attempt back. An error (ARGV[8]) is written to last_error and
 -- appended to the job's attempt errors (the claim's attempt, its worker, now); a counted outcome
--- (ARGV[11]) moves its minute counter, in this step. A terminal nack of a watched job publishes
+-- (ARGV[12]) moves its minute counter, in this step. A terminal nack of a watched job publishes
 -- its id to the waiter.
 -- KEYS[1]   the job HASH
 -- KEYS[2]   ready ZSET of the job's queue
@@ -19,6 +19,7 @@
 -- KEYS[9]   errors HASH of the job's queue (job id -> its attempt errors)
 -- KEYS[10]  the queue's minute counters HASH
 -- KEYS[11]  the queue's minute counters index ZSET
+-- KEYS[12]  steps HASH of the run (the job HASH again when the claim does not name its run)
 -- ARGV[1]   now in epoch ms, or '' for the server's clock
 -- ARGV[2]   the claim's worker id
 -- ARGV[3]   the claim's claims counter
@@ -29,7 +30,9 @@
 -- ARGV[8]   '1' when the nack carries an error (written to last_error and recorded), else '0'
 -- ARGV[9]   the error text
 -- ARGV[10]  the job's id (its field in the errors HASH)
--- ARGV[11]  the outcome when it is counted, else ''
+-- ARGV[11]  the retention policy's JSON, or '' when retention is off or the run unknown (lib's
+--           expire_finished)
+-- ARGV[12]  the outcome when it is counted, else ''
 -- reply: 1 when the fence held and the job settled, 0 when it missed (nothing written)
 
 local now = clock_ms(ARGV[1])
@@ -44,6 +47,7 @@ if ARGV[5] == '1' then
   redis.call('ZREM', KEYS[7], job)
   release_namespace(job, KEYS[5])
   file_finished(job, KEYS[6])
+  expire_finished(job, KEYS[12], state, ARGV[11])
   notify_settled(job)
 else
   local run_at = ARGV[6] ~= '' and tonumber(ARGV[6]) or now
@@ -58,5 +62,5 @@ if ARGV[8] == '1' then
   record_error(KEYS[9], ARGV[10], f[1], ARGV[2], now, ARGV[9])
 end
 redis.call('HSET', job, 'updated_at_ms', now)
-count_ending(KEYS[10], KEYS[11], f[2], ARGV[11], now)
+count_ending(KEYS[10], KEYS[11], f[2], ARGV[12], now)
 return 1

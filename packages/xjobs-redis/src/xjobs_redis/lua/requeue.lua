@@ -9,7 +9,9 @@
 -- KEYS[5]      failed ZSET of the queue
 -- KEYS[6]      dead ZSET of the queue
 -- KEYS[7]      cancelled ZSET of the queue
--- KEYS[7 + r]  the HASH of job r
+-- KEYS[7 + r]  job HASHes and their run's steps HASHes, alternately (job j at 6 + 2j, its
+--              steps at 7 + 2j): a requeued job is live again, and the expiry its finish set on
+--              both (retention) goes
 -- ARGV[1]      now in epoch ms, or '' for the server's clock
 -- ARGV[2]      '1' to answer each requeued job's fields, '0' for none (a bulk retry)
 -- reply: one per job, in KEYS order: {'missing'} | {'live', state}
@@ -18,8 +20,8 @@
 local now = clock_ms(ARGV[1])
 local ready, live, created = KEYS[1], KEYS[2], KEYS[3]
 local out = {}
-for r = 8, #KEYS do
-  local job = KEYS[r]
+for r = 8, #KEYS, 2 do
+  local job, steps = KEYS[r], KEYS[r + 1]
   local state = redis.call('HGET', job, 'state')
   if not state then
     out[#out + 1] = {'missing'}
@@ -38,6 +40,8 @@ for r = 8, #KEYS do
       for k = 4, 7 do
         redis.call('ZREM', KEYS[k], job)
       end
+      redis.call('PERSIST', job)
+      redis.call('PERSIST', steps)
       redis.call('ZADD', ready, ready_score(redis.call('HGET', job, 'priority'), now), job)
       file_created(job, created)
       redis.call('HSET', live, namespace, job)

@@ -1,0 +1,1 @@
+"""Factories: functions that return a `JobHandle` built with `job()` and durable steps, nothing else."""
