@@ -1,4 +1,4 @@
-"""Logging for a command: one stderr handler on the root logger, showing each record's extras."""
+"""Logging for a command: one stderr handler on the root logger, as text lines with their extras or as JSON lines."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import logging
 import sys
 from typing import TextIO
 
-LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+from xjobs.observe.log_format import JsonFormatter, extra_fields
 
-# The attributes every LogRecord has; anything else on a record came from `extra=`.
-_STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LOG_FORMATS = ("text", "json")
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 class ExtraFieldsFormatter(logging.Formatter):
@@ -19,7 +19,7 @@ class ExtraFieldsFormatter(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
         """The record's usual line with its extra fields appended."""
         line = super().formatMessage(record)
-        extras = [f"{key}={value}" for key, value in vars(record).items() if key not in _STANDARD]
+        extras = [f"{key}={value}" for key, value in extra_fields(record).items()]
         return f"{line} {' '.join(extras)}" if extras else line
 
 
@@ -34,12 +34,13 @@ class _CliHandler(logging.StreamHandler[TextIO]):
         super().emit(record)
 
 
-def configure_logging(level: str) -> None:
-    """Send records at `level` and above to stderr (replacing the handler of an earlier call)."""
+def configure_logging(level: str, log_format: str = "text") -> None:
+    """Send records at `level` and above to stderr, as text or one JSON object a line (replacing
+    the handler of an earlier call)."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, _CliHandler)]:
         root.removeHandler(handler)
     handler = _CliHandler()
-    handler.setFormatter(ExtraFieldsFormatter(FORMAT))
+    handler.setFormatter(JsonFormatter() if log_format == "json" else ExtraFieldsFormatter(FORMAT))
     root.addHandler(handler)
     root.setLevel(level)

@@ -33,6 +33,7 @@ def claimed_job(row: asyncpg.Record, worker_id: str) -> ClaimedJob:
         enqueued_by=row["enqueued_by"],
         traceparent=row["traceparent"],
         created_at_ms=row["created_at_ms"],
+        due_at_ms=row["run_at_ms"],
     )
 
 

@@ -114,6 +114,7 @@ def claimed_job(fields: Sequence[Any], worker_id: str) -> tuple[ClaimedJob, int]
         enqueued_by=row["enqueued_by"],
         traceparent=row["traceparent"],
         created_at_ms=_int(row["created_at_ms"]),
+        due_at_ms=_int(row["run_at_ms"]),
     )
     return job, _int(row["run_at_ms"])
 

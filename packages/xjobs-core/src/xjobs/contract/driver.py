@@ -87,13 +87,15 @@ class Claim:
     """The fence every settle carries: which worker holds the job, under which claim number.
 
     `queue` is where the job lives; a driver whose keys are per queue (Redis) routes by it, and
-    looks the job up when a caller built a claim without it.
+    looks the job up when a caller built a claim without it. `run_id` is the run's, when the
+    claim came from a `ClaimedJob` (Redis names the run's steps key by it, for their expiry).
     """
 
     job_id: str
     worker_id: str
     claims: int
     queue: str | None = None
+    run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +134,20 @@ class ClaimedJob:
     enqueued_by: str | None
     traceparent: str | None
     created_at_ms: int
+    # When the job was due (its `run_at`): the run's lateness is measured from it. Optional for
+    # drivers built before it; `None` observes no lateness.
+    due_at_ms: int | None = None
 
     @property
     def claim(self) -> Claim:
         """The fence this claim holds, as every settle and heartbeat of the run passes it."""
-        return Claim(job_id=self.id, worker_id=self.worker_id, claims=self.claims, queue=self.queue)
+        return Claim(
+            job_id=self.id,
+            worker_id=self.worker_id,
+            claims=self.claims,
+            queue=self.queue,
+            run_id=self.run_id,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from xjobs.declare.job import MAX_PRIORITY, MIN_PRIORITY, EnqueueOptions, JobHan
 from xjobs.enqueue.result_wait import wait_for_result
 from xjobs.errors import CapabilityMissingError, OptionInvalidError
 from xjobs.ids import new_id
+from xjobs.observe.observer import NOOP, Observer
 from xjobs.options import duration_ms, finite_count
 from xjobs.payload import encode_payload, validate_input
 
@@ -42,8 +43,10 @@ class JobsFacade:
         max_payload_bytes: int,
         outbox: OutboxStore | None = None,
         results: ResultStore | None = None,
+        observer: Observer = NOOP,
     ) -> None:
         self._results = results
+        self._observer = observer
         self._driver = driver
         self._clock = clock
         self._max_payload_bytes = max_payload_bytes
@@ -93,6 +96,16 @@ class JobsFacade:
         self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
     ) -> list[EnqueueResult]:
         """Build the rows of one job per input and enqueue them in one driver call."""
+        if self._observer.enabled:
+            with self._observer.sending(handle.queue, handle.name, len(inputs)) as sending:
+                results = await self._enqueue(handle, inputs, options)
+                sending.sent([r.job_id for r in results], sum(not r.deduped for r in results))
+            return results
+        return await self._enqueue(handle, inputs, options)
+
+    async def _enqueue(
+        self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
+    ) -> list[EnqueueResult]:
         rows = self.build(handle, inputs, options)
         if not rows:
             return []
@@ -120,4 +133,12 @@ class JobsFacade:
             raise CapabilityMissingError(
                 "this App has no outbox: its backend offers none; pass App(outbox='postgresql://…')"
             )
+        if self._observer.enabled:
+            # a stage is a send not yet made: its span is the context the relay's job stamps
+            with self._observer.sending(
+                handle.queue, handle.name, len(inputs), operation="create"
+            ) as sending:
+                rows = self.build(handle, inputs, options)
+                sending.sent([row.id for row in rows], 0)
+            return self._outbox.stage_on(conn, rows)
         return self._outbox.stage_on(conn, self.build(handle, inputs, options))

@@ -82,6 +82,7 @@ class JobRow:
             enqueued_by=self.enqueued_by,
             traceparent=self.traceparent,
             created_at_ms=self.created_at_ms,
+            due_at_ms=self.run_at_ms,
         )
 
     def buried(self) -> BuriedJob:

@@ -11,6 +11,7 @@ from xjobs.contract.driver import JobDriver
 from xjobs.contract.stores import OUTBOX_WAKE, OutboxStore
 from xjobs.errors import WorkerStateError
 from xjobs.ids import new_worker_id
+from xjobs.observe.observer import NOOP, Observer
 from xjobs.roles.idle_wait import IdleBackoff
 from xjobs.roles.relay_options import RelayOptions
 from xjobs.roles.relay_stats import RelayStats
@@ -35,8 +36,10 @@ class Relay:
         jobs: JobDriver,
         options: RelayOptions,
         wake: WakeSource | None = None,
+        observer: Observer = NOOP,
     ) -> None:
         self.id = new_worker_id()
+        self._observer = observer
         self.options = options
         self.stats = RelayStats(relay_id=self.id)
         self._outbox = outbox
@@ -151,6 +154,8 @@ class Relay:
                     break
                 else:
                     delay_ms = self._backoff.next_ms()
+            if self._observer.enabled:
+                self._observer.loop_beat("relay", delay_ms / 1000)
             if self._accepting and delay_ms > 0:
                 await self._waker.wait(delay_ms / 1000)
         self._finish()
@@ -161,7 +166,15 @@ class Relay:
         rows = await self._outbox.claim(self.id, self.options.batch, self.options.lease_ms)
         if not rows:
             return 0
-        results = await self._jobs.enqueue(rows)
+        if self._observer.enabled:
+            with self._observer.relaying(rows):
+                results = await self._jobs.enqueue(rows)
+            for row, result in zip(rows, results, strict=True):
+                if not result.deduped:
+                    self._observer.published(row.queue, 1)
+                    self._observer.enqueued(row.queue, row.name, 1)
+        else:
+            results = await self._jobs.enqueue(rows)
         marked = await self._outbox.mark_published(self.id, [row.id for row in rows])
         deduped = sum(1 for r in results if r.deduped)
         self.stats.published += len(results) - deduped

@@ -17,6 +17,7 @@ from xjobs.declare.task import TaskHandle
 from xjobs.enqueue.facade import JobsFacade
 from xjobs.errors import CapabilityMissingError, OptionInvalidError, WorkerStateError
 from xjobs.ids import new_worker_id
+from xjobs.observe.observer import NOOP, Observer
 from xjobs.roles.catch_up import plan_catch_up
 from xjobs.roles.role import RoleState
 from xjobs.roles.scheduler_options import SchedulerOptions
@@ -54,8 +55,10 @@ class Scheduler:
         options: SchedulerOptions,
         clock: Clock,
         leader: LeaderElection | None = None,
+        observer: Observer = NOOP,
     ) -> None:
         backend.require("scheduler")
+        self._observer = observer
         elected = leader if leader is not None else backend.leader
         if elected is None:
             raise CapabilityMissingError(
@@ -163,6 +166,8 @@ class Scheduler:
                 log.warning(
                     "jobs.scheduler.release-failed", extra={"scheduler_id": self.id}, exc_info=True
                 )
+        if self._leading and self._observer.enabled:
+            self._observer.leader("scheduler", False)
         self._leading = False
         self._known.clear()
         self._state = "closed"
@@ -199,6 +204,8 @@ class Scheduler:
         if leads != self._leading:
             event = "jobs.scheduler.leading" if leads else "jobs.scheduler.leadership-lost"
             log.info(event, extra={"scheduler_id": self.id})
+            if self._observer.enabled:
+                self._observer.leader("scheduler", leads)
         if not leads:
             # Another leader may move the watermarks now: read them again on the next win.
             self._known.clear()
@@ -231,6 +238,8 @@ class Scheduler:
             else:
                 failures = 0
                 delay_ms = max(self._next_wake_ms() - self._clock.now_ms(), 0)
+            if self._observer.enabled:
+                self._observer.loop_beat("scheduler", delay_ms / 1000)
             if self._accepting:
                 await self._waker.wait(delay_ms / 1000)
         self._finish()
@@ -338,6 +347,9 @@ class Scheduler:
                 return
             else:
                 self.stats.fired += 1
+                if self._observer.enabled:
+                    self._observer.cron_fired(task.name)
+                    self._observer.enqueued(row.queue, row.name, 1)
                 log.info(
                     "jobs.scheduler.fired",
                     extra={"task": task.name, "occurrence_ms": occurrence, "job_id": row.id},
@@ -349,7 +361,13 @@ class Scheduler:
         """The occurrence's job row; an input that cannot be built is logged and its occurrence passed."""
         try:
             value = task.input_for(to_datetime(occurrence_ms, task.zone))
-            (row,) = self._facade.build(task.job, [value], EnqueueOptions())
+            if self._observer.enabled:
+                # the fire's PRODUCER span: the row stamps its context
+                with self._observer.sending(task.job.queue, task.job.name, 1) as sending:
+                    (row,) = self._facade.build(task.job, [value], EnqueueOptions())
+                    sending.sent([row.id], 0)
+            else:
+                (row,) = self._facade.build(task.job, [value], EnqueueOptions())
         except Exception:
             self.stats.input_failed += 1
             log.exception(

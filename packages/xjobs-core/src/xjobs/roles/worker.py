@@ -17,6 +17,7 @@ from xjobs.contract.stores import WorkerInfo
 from xjobs.declare.registry import Registry
 from xjobs.errors import DrainingError, WorkerStateError
 from xjobs.ids import new_worker_id
+from xjobs.observe.observer import NOOP, Observer
 from xjobs.roles.idle_wait import IdleBackoff
 from xjobs.roles.role import RoleState
 from xjobs.roles.waker import Waker
@@ -51,8 +52,10 @@ class Worker:
         options: WorkerOptions,
         clock: Clock,
         hooks: tuple[SettledHook, ...] = (),
+        observer: Observer = NOOP,
     ) -> None:
         self.id = new_worker_id()
+        self._observer = observer
         self.options = options
         self.stats = WorkerStats(worker_id=self.id)
         self._backend = backend
@@ -66,6 +69,7 @@ class Worker:
             ack=AckBatcher(backend).ack,
             events=backend.events,
             results=backend.results,
+            observer=observer,
         )
         self._wiring = RunWiring(
             backend=backend,
@@ -281,6 +285,8 @@ class Worker:
                 if not asks:
                     await self._keep_presence()
                 delay_ms = next_delay_ms
+            if self._observer.enabled:
+                self._observer.loop_beat("worker", delay_ms / 1000)
             if self._accepting and delay_ms > 0:
                 await self._waker.wait(delay_ms / 1000)
         self._finish()

@@ -35,6 +35,15 @@ class RunWiring:
 
 
 async def run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) -> Execution:
+    """Admit, run and settle one claimed job, observed from admission to settle when telemetry is on."""
+    observer = wiring.settler.observer
+    if not observer.enabled:
+        return await _run_claimed(wiring, job, signal)
+    with observer.running(job):
+        return await _run_claimed(wiring, job, signal)
+
+
+async def _run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) -> Execution:
     """Admit, run and settle one claimed job; the fleet slot is taken inside the `try`, released awaited."""
     run = RunRecord.open(wiring.registry.jobs.get(job.name), job)
     if run.handle is None:

@@ -120,6 +120,7 @@ async def execute_job(
             events=events,
             clock=clock,
             signal=signal,
+            observer=settler.observer,
         )
         ctx = JobContext(**_identity(run), step=step, _progress=progress, _signal=signal)
         error, returned = await _run_body(handle, ctx, run.value, signal, threads or BodyThreads(1))

@@ -38,6 +38,7 @@ from xjobs.errors import (
     SlotLostError,
     StepInvalidError,
 )
+from xjobs.observe.observer import NOOP, Observer
 from xjobs.run.record import RunRecord
 from xjobs.run.settled import Settled, SettledHook, announce_settled
 from xjobs.run.steps import StepSuspension
@@ -143,8 +144,10 @@ class Settler:
         ack: Callable[[Claim], Awaitable[bool]] | None = None,
         events: EventBus | None = None,
         results: ResultStore | None = None,
+        observer: Observer = NOOP,
     ) -> None:
         self._results = results
+        self.observer = observer
         self._driver = driver
         self._clock = clock
         self._hooks = hooks
@@ -186,7 +189,13 @@ class Settler:
         if isinstance(error, LeaseLostError | JobCancelledError):
             # The claim moved on (or an operator cancelled): this run writes nothing more.
             outcome: Outcome = "cancelled" if isinstance(error, JobCancelledError) else "lease-lost"
-            return Execution(outcome, landed=False, error=describe_error(error))
+            text = describe_error(error)
+            if self.observer.enabled:
+                if outcome == "cancelled":
+                    self.observer.settled(run.job, outcome, text)
+                else:
+                    self.observer.lease_lost(run.job)
+            return Execution(outcome, landed=False, error=text)
         nack = deciding(run.job, run.handle, error, self._clock.now_ms())
         return await self._land(run, nack, holds=holds)
 
@@ -225,6 +234,8 @@ class Settler:
             "jobs.run.suspended",
             extra={"job_id": run.job.id, "job": run.job.name, "step": suspension.step},
         )
+        if wait is not None and self._events is not None and self.observer.enabled:
+            self.observer.settled(run.job, "suspended", None)
         resume_at = None if run_at >= WAIT_FOREVER_MS else run_at
         return Execution("suspended", landed=True, resume_at_ms=resume_at)
 
@@ -257,8 +268,17 @@ class Settler:
     async def buried(self, buried: BuriedJob, handle: JobHandle[Any] | None) -> None:
         """The claim buried a lapsed lease on its final attempt: announce it as the ending it is."""
         outcome: Outcome = "dead-lettered" if buried.state == "dead" else "dropped"
+        if self.observer.enabled:
+            self.observer.buried(buried.queue, buried.name)
         log.warning(
-            "jobs.claim.buried", extra={"job_id": buried.id, "job": buried.name, "outcome": outcome}
+            "jobs.claim.buried",
+            extra={
+                "job_id": buried.id,
+                "job": buried.name,
+                "queue": buried.queue,
+                "attempt": buried.attempt,
+                "outcome": outcome,
+            },
         )
         tenant = RunRecord.tenant_of(handle, buried.payload)
         event = Settled(
@@ -299,6 +319,8 @@ class Settler:
         if not landed:
             return self._unowned(job, outcome, nack.error if nack is not None else None)
         error = None if nack is None else nack.error
+        if self.observer.enabled:
+            self.observer.settled(job, outcome, error)
         attempt = job.attempt if nack is None or nack.counts_as_attempt else job.attempt - 1
         event = Settled(
             job.id, job.run_id, job.name, job.queue, outcome, attempt, run.tenant, error
@@ -310,10 +332,18 @@ class Settler:
             resume_at = nack.run_at_ms
         return Execution(outcome, landed=True, error=error, resume_at_ms=resume_at)
 
-    @staticmethod
-    def _unowned(job: ClaimedJob, outcome: Outcome, error: str | None = None) -> Execution:
+    def _unowned(self, job: ClaimedJob, outcome: Outcome, error: str | None = None) -> Execution:
+        if self.observer.enabled:
+            self.observer.lease_lost(job)
         log.warning(
-            "jobs.settle.unowned", extra={"job_id": job.id, "job": job.name, "outcome": outcome}
+            "jobs.settle.unowned",
+            extra={
+                "job_id": job.id,
+                "job": job.name,
+                "queue": job.queue,
+                "attempt": job.attempt,
+                "outcome": outcome,
+            },
         )
         return Execution("lease-lost", landed=False, error=error)
 

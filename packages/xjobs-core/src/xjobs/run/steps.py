@@ -24,6 +24,7 @@ from xjobs.errors import (
     StepTimeoutError,
 )
 from xjobs.event_match import encode_object, validate_event_name
+from xjobs.observe.observer import NOOP, Observer
 from xjobs.options import duration_ms
 from xjobs.run.signal import RunSignal
 from xjobs.run.step_codec import encode_error, failed
@@ -73,7 +74,9 @@ class StepApi:
         events: EventBus | None,
         clock: Clock,
         signal: RunSignal,
+        observer: Observer = NOOP,
     ) -> None:
+        self._observer = observer
         self._run = run
         self._store = store
         self._events = events
@@ -113,6 +116,8 @@ class StepApi:
         record = records.get(name)
         if record is not None and record.status == "done" and record.result is not None:
             value: T = decode_result(record.result, annotation, step=name)
+            if self._observer.enabled:
+                self._observer.step_event("replay", name)
             return value
         moved_past = record is not None and any(r.position > position for r in records.values())
         if (
@@ -123,7 +128,11 @@ class StepApi:
         ):
             raise failed(name, record.error)
         try:
-            result = await self._call(name, fn, args, kwargs)
+            if self._observer.enabled:
+                with self._observer.step(name):
+                    result = await self._call(name, fn, args, kwargs)
+            else:
+                result = await self._call(name, fn, args, kwargs)
         except Exception as exc:
             text = encode_error(exc)
             await self._write(name, position, "error", None, text)
@@ -190,6 +199,8 @@ class StepApi:
             await self._write(name, position, "done", json.dumps(outcome), None)
             return payload
         resume_at = WAIT_FOREVER_MS if wait.deadline_ms is None else wait.deadline_ms
+        if self._observer.enabled:
+            self._observer.step_event("wait", name)
         raise StepSuspension(name, resume_at, wait)
 
     # -- the machinery --------------------------------------------------------------------------
@@ -212,6 +223,8 @@ class StepApi:
             at = wake_at()
             await self._write(name, position, "done", json.dumps({"wake_at_ms": at}), None)
         if self._clock.now_ms() < at:
+            if self._observer.enabled:
+                self._observer.step_event("sleep", name)
             raise StepSuspension(name, at)
 
     def _claim_name(self, name: object) -> int:

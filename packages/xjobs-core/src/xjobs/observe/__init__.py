@@ -1,0 +1,1 @@
+"""Telemetry: the one instrumentation seam (`Observer`), Prometheus metrics, OpenTelemetry spans, health, JSON logs."""

@@ -1,0 +1,264 @@
+"""The Prometheus metrics (`prometheus_client`, the `xjobs-core[prometheus]` extra, imported here only).
+
+Labels stay low in cardinality: `queue`, `job`, `outcome`, `task`, `role` — never a job id or a tenant.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Final
+
+from xjobs.errors import CapabilityMissingError
+from xjobs.observe.snapshot import BackendSnapshot
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+DURATION_BUCKETS_S: Final = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+    300,
+    900,
+    3600,
+)
+LATENESS_BUCKETS_S: Final = (
+    0.005,
+    0.01,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+    300,
+    900,
+    3600,
+)
+
+# The settle room's outcome as the `outcome` label spells it (a dead-lettered job is `dead`).
+OUTCOME_LABELS: Final = {"dead-lettered": "dead"}
+
+# Every metric name as exposed (counters with their `_total`), for the docs and the dashboards' test.
+METRIC_NAMES: Final = (
+    "xjobs_jobs_enqueued_total",
+    "xjobs_jobs_settled_total",
+    "xjobs_leases_lost_total",
+    "xjobs_jobs_buried_total",
+    "xjobs_cron_fired_total",
+    "xjobs_outbox_published_total",
+    "xjobs_job_duration_seconds",
+    "xjobs_job_lateness_seconds",
+    "xjobs_jobs_running",
+    "xjobs_queue_ready",
+    "xjobs_queue_oldest_ready_seconds",
+    "xjobs_queue_dead",
+    "xjobs_workers_alive",
+    "xjobs_leader",
+)
+
+
+def _client() -> Any:
+    try:
+        import prometheus_client
+    except ImportError as exc:
+        raise CapabilityMissingError(
+            "Prometheus metrics need prometheus_client: pip install 'xjobs-core[prometheus]'"
+        ) from exc
+    return prometheus_client
+
+
+class _BackendCollector:
+    """The backend-wide gauges, read from the last snapshot (never a query per scrape)."""
+
+    def __init__(self, snapshot: BackendSnapshot) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Any:
+        """One family per gauge; empty while this process serves no snapshot."""
+        from prometheus_client.core import GaugeMetricFamily
+
+        view = self._snapshot.current()
+        ready = GaugeMetricFamily(
+            "xjobs_queue_ready", "Jobs due now per queue (bounded count).", labels=["queue"]
+        )
+        oldest = GaugeMetricFamily(
+            "xjobs_queue_oldest_ready_seconds",
+            "How long the oldest due job of a queue has waited.",
+            labels=["queue"],
+        )
+        dead = GaugeMetricFamily(
+            "xjobs_queue_dead", "Dead jobs per queue (bounded count).", labels=["queue"]
+        )
+        alive = GaugeMetricFamily("xjobs_workers_alive", "Live worker processes in the registry.")
+        if view is not None:
+            for queue in view.queues:
+                ready.add_metric([queue.queue], queue.ready)
+                oldest.add_metric([queue.queue], queue.oldest_ready_s)
+                dead.add_metric([queue.queue], queue.dead)
+            if view.workers_alive is not None:
+                alive.add_metric([], view.workers_alive)
+        yield from (ready, oldest, dead, alive)
+
+
+class _Family:
+    """One labelled metric and its children by label values, cached: `labels()` takes a lock and
+    builds a key on every call, and this runs several times per job."""
+
+    __slots__ = ("_children", "_lock", "_metric")
+
+    def __init__(self, metric: Any) -> None:
+        self._metric = metric
+        self._children: dict[tuple[str, ...], Any] = {}
+        self._lock = threading.Lock()
+
+    def child(self, *labels: str) -> Any:
+        """The child of these label values."""
+        child = self._children.get(labels)
+        if child is None:
+            with self._lock:
+                child = self._children.setdefault(labels, self._metric.labels(*labels))
+        return child
+
+
+class Metrics:
+    """This process's xjobs metrics in their own `CollectorRegistry` (the default one is untouched)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        client = _client()
+        self.registry: CollectorRegistry = registry or client.CollectorRegistry(auto_describe=True)
+        self.snapshot = BackendSnapshot()
+        reg = self.registry
+        self._enqueued_metric = client.Counter(
+            "xjobs_jobs_enqueued",
+            "Jobs enqueued (deduped ones not counted).",
+            ["queue", "job"],
+            registry=reg,
+        )
+        self._settled_metric = client.Counter(
+            "xjobs_jobs_settled",
+            "Runs ended by the settle room, by outcome.",
+            ["queue", "job", "outcome"],
+            registry=reg,
+        )
+        self._lost_metric = client.Counter(
+            "xjobs_leases_lost",
+            "Settles that missed their fence (the claim moved on).",
+            ["queue", "job"],
+            registry=reg,
+        )
+        self._buried_metric = client.Counter(
+            "xjobs_jobs_buried",
+            "Lapsed leases buried by a claim on their final attempt.",
+            ["queue", "job"],
+            registry=reg,
+        )
+        self._fired_metric = client.Counter(
+            "xjobs_cron_fired", "Task occurrences fired.", ["task"], registry=reg
+        )
+        self._published_metric = client.Counter(
+            "xjobs_outbox_published",
+            "Staged jobs the relay published (deduped ones not counted).",
+            ["queue"],
+            registry=reg,
+        )
+        self._duration_metric = client.Histogram(
+            "xjobs_job_duration_seconds",
+            "How long a run took, claim to settle.",
+            ["queue", "job"],
+            buckets=DURATION_BUCKETS_S,
+            registry=reg,
+        )
+        self._lateness_metric = client.Histogram(
+            "xjobs_job_lateness_seconds",
+            "How late a run started after its job was due.",
+            ["queue", "job"],
+            buckets=LATENESS_BUCKETS_S,
+            registry=reg,
+        )
+        self._running_metric = client.Gauge(
+            "xjobs_jobs_running", "Jobs running in this process.", ["queue"], registry=reg
+        )
+        self._leader_metric = client.Gauge(
+            "xjobs_leader", "1 while this process leads as `role`.", ["role"], registry=reg
+        )
+        self._enqueued: _Family = _Family(self._enqueued_metric)
+        self._settled: _Family = _Family(self._settled_metric)
+        self._lost: _Family = _Family(self._lost_metric)
+        self._buried: _Family = _Family(self._buried_metric)
+        self._fired: _Family = _Family(self._fired_metric)
+        self._published: _Family = _Family(self._published_metric)
+        self._duration: _Family = _Family(self._duration_metric)
+        self._lateness: _Family = _Family(self._lateness_metric)
+        self._running: _Family = _Family(self._running_metric)
+        self._leader: _Family = _Family(self._leader_metric)
+        reg.register(_BackendCollector(self.snapshot))
+
+    def enqueued(self, queue: str, job: str, count: int) -> None:
+        """`count` new jobs in `queue`."""
+        if count:
+            self._enqueued.child(queue, job).inc(count)
+
+    def settled(self, queue: str, job: str, outcome: str) -> None:
+        """One run ended with `outcome`."""
+        label = OUTCOME_LABELS.get(outcome, outcome)
+        self._settled.child(queue, job, label).inc()
+
+    def lease_lost(self, queue: str, job: str) -> None:
+        """One settle missed its fence."""
+        self._lost.child(queue, job).inc()
+
+    def buried(self, queue: str, job: str) -> None:
+        """One lapsed lease buried."""
+        self._buried.child(queue, job).inc()
+
+    def cron_fired(self, task: str) -> None:
+        """One occurrence fired."""
+        self._fired.child(task).inc()
+
+    def published(self, queue: str, count: int) -> None:
+        """`count` staged jobs published."""
+        if count:
+            self._published.child(queue).inc(count)
+
+    def started(self, queue: str, job: str, lateness_s: float | None) -> None:
+        """A run started: one more running, and its lateness when the due time is known."""
+        self._running.child(queue).inc()
+        if lateness_s is not None:
+            self._lateness.child(queue, job).observe(max(lateness_s, 0.0))
+
+    def ended(self, queue: str, job: str, duration_s: float) -> None:
+        """A run ended after `duration_s`."""
+        self._running.child(queue).dec()
+        self._duration.child(queue, job).observe(duration_s)
+
+    def leader(self, role: str, leading: bool) -> None:
+        """1 while this process leads as `role`, else 0."""
+        self._leader.child(role).set(1 if leading else 0)
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The text exposition of every metric and its content type."""
+        client = _client()
+        return client.generate_latest(self.registry), client.CONTENT_TYPE_LATEST
+
+    def asgi_app(self) -> Any:
+        """An ASGI app serving this registry (mount it at `/metrics`)."""
+        return _client().make_asgi_app(registry=self.registry)
+
+    def wsgi_app(self) -> Any:
+        """A WSGI app serving this registry."""
+        return _client().make_wsgi_app(registry=self.registry)
