@@ -1,0 +1,206 @@
+"""The MCP server over the operator surface: tools to list and show jobs, list queues, workers,
+tasks and failures, and read the counters — and, only with `allow_actions`, to cancel, retry,
+promote or remove a job and pause or resume a queue or a job name. Every answer is the JSON
+document `xjobs … --json` prints (version 1)."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from xjobs import App, XJobsError
+from xjobs.operate.filters import job_filter
+from xjobs_cli import shapes
+from xjobs_cli.argtypes import duration_ms
+from xjobs_cli.counter_sums import window
+from xjobs_cli.output import document
+from xjobs_cli.stats_cli import grouped
+from xjobs_web.failures import failures
+from xjobs_web.moves import move_ids, pause_kind, verb_named
+
+INSTRUCTIONS = (
+    "xjobs: durable background jobs. Find jobs with list_jobs (filter by state, queue, job name, "
+    "tenant; page with the cursor), read one with show_job (each attempt's error and traceback, "
+    "its steps, its input as the job's redact_input shows it), see failures grouped by error, "
+    "queue counts, workers, cron tasks and throughput (stats)."
+)
+
+
+def _fail(exc: XJobsError) -> ToolError:
+    return ToolError(f"{exc.code}: {exc.message}")
+
+
+class Tools:
+    """The tools' bodies over one open App (`declared`: MODULE:APP, so redaction and tasks apply)."""
+
+    def __init__(self, app: App, declared: bool) -> None:
+        self.app = app
+        self.declared = declared
+
+    async def list_jobs(
+        self,
+        state: list[str] | None = None,
+        queue: str | None = None,
+        name: str | None = None,
+        tenant: str | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of jobs, newest first; pass the answer's `cursor` as `after` for the next."""
+        where = job_filter(states=state or (), queue=queue, name=name, tenant=tenant)
+        page = await self.app.operator.list_jobs(where, limit=limit, after=after)
+        return document(
+            "jobs.list",
+            {
+                "where": shapes.where(where),
+                "limit": limit,
+                "after": after,
+                "now_ms": self.app.clock.now_ms(),
+                "jobs": [shapes.job_summary(j) for j in page.jobs],
+                "cursor": page.cursor,
+            },
+        )
+
+    async def show_job(self, job_id: str) -> dict[str, Any]:
+        """One job: its record, its input (redacted as the job declares), steps and every attempt's error."""
+        detail = await self.app.operator.get_job(job_id)
+        handle = self.app.registry.jobs.get(detail.record.name)
+        if not self.declared:
+            redaction = "unavailable"
+        elif handle is None:
+            redaction = "unknown-job"
+        else:
+            redaction = "none" if handle.redact_input is None else "applied"
+        return document(
+            "jobs.show",
+            {
+                "now_ms": self.app.clock.now_ms(),
+                "job": shapes.job_record(detail.record),
+                "input": detail.input,
+                "redaction": redaction,
+                "steps": [shapes.step(s) for s in detail.steps],
+                "errors": [shapes.attempt_error(e) for e in detail.errors],
+            },
+        )
+
+    async def list_queues(self) -> dict[str, Any]:
+        """Every queue: ready, scheduled, running, waiting, dead, failed (bounded counts), oldest due, paused."""
+        op = self.app.operator
+        now = self.app.clock.now_ms()
+        queues = await op.queues()
+        paused_jobs = [p.name for p in await op.pauses() if p.kind == "job"]
+        return document(
+            "queues.list",
+            {
+                "now_ms": now,
+                "queues": [shapes.queue_counts(q, now) for q in queues],
+                "paused_jobs": paused_jobs,
+            },
+        )
+
+    async def list_workers(self) -> dict[str, Any]:
+        """The live worker processes: host, pid, queues, last beat, the jobs each runs now."""
+        workers = await self.app.operator.workers()
+        return document(
+            "workers.list",
+            {"now_ms": self.app.clock.now_ms(), "workers": [shapes.worker(w) for w in workers]},
+        )
+
+    async def list_tasks(self) -> dict[str, Any]:
+        """The app's cron tasks: job, cron, zone, next occurrence, last fire, paused."""
+        tasks = await self.app.operator.tasks()
+        return document(
+            "tasks.list",
+            {"now_ms": self.app.clock.now_ms(), "tasks": [shapes.task(t) for t in tasks]},
+        )
+
+    async def failures(self) -> dict[str, Any]:
+        """The newest failed and dead jobs grouped by error class and message (ids, job names)."""
+        groups, more = await failures(self.app.operator, None)
+        return document(
+            "failures",
+            {
+                "older_not_read": more,
+                "groups": [
+                    {
+                        "error_class": g.error_class,
+                        "message": g.message,
+                        "count": len(g.ids),
+                        "names": sorted(g.names),
+                        "newest_ms": g.newest_ms,
+                        "ids": g.ids[:50],
+                    }
+                    for g in groups
+                ],
+            },
+        )
+
+    async def stats(self, since: str = "1h") -> dict[str, Any]:
+        """Runs that ended in the window per job name: outcomes, failure rate, completions per minute."""
+        try:
+            since_ms = duration_ms(since)
+        except argparse.ArgumentTypeError as exc:
+            raise ToolError(f"XJOBS_USAGE: {exc}") from None
+        now = self.app.clock.now_ms()
+        win = await window(self.app.operator.counters, now, since_ms)
+        rows, total = grouped(win, None)
+        return document(
+            "stats",
+            {
+                "by": "name",
+                "since_ms": since_ms,
+                "window": {"start_ms": win.start_ms, "until_ms": win.until_ms, "tiers": win.tiers},
+                "rows": rows,
+                "total": total,
+            },
+        )
+
+    async def move(self, verb: str, job_ids: list[str]) -> dict[str, Any]:
+        """Cancel, retry, promote or remove the given jobs; each refusal is reported by id."""
+        report = await move_ids(self.app.operator, verb_named(verb), job_ids)
+        return {"verb": verb, "moved": report.moved, "refused": report.refused}
+
+    async def pause(self, kind: str, name: str, resume: bool = False) -> dict[str, Any]:
+        """Pause (or resume) a queue or a job name; `changed` is false when it already was."""
+        target = pause_kind(kind)
+        op = self.app.operator
+        changed = await (op.resume(target, name) if resume else op.pause(target, name))
+        return {"target": {"kind": kind, "name": name}, "changed": changed}
+
+
+def _tool(tools: Tools, name: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """A tool body whose refusals reach the client as `CODE: message` tool errors."""
+    body: Callable[..., Awaitable[dict[str, Any]]] = getattr(tools, name)
+
+    @functools.wraps(body)
+    async def call(*args: Any, **arguments: Any) -> dict[str, Any]:
+        try:
+            return await body(*args, **arguments)
+        except XJobsError as exc:
+            raise _fail(exc) from None
+
+    return call
+
+
+READS = ("list_jobs", "show_job", "list_queues", "list_workers", "list_tasks", "failures", "stats")
+ACTIONS = ("move", "pause")
+
+
+def mcp_server(app: App, *, allow_actions: bool = False, declared: bool = True) -> MCPServer[Any]:
+    """The MCP server's tools over `app` (which the caller opens): read-only unless `allow_actions`."""
+    tools = Tools(app, declared)
+    server: MCPServer[Any] = MCPServer(name="xjobs", instructions=INSTRUCTIONS, log_level="WARNING")
+    for name in READS + (ACTIONS if allow_actions else ()):
+        server.add_tool(_tool(tools, name), name=name, description=getattr(tools, name).__doc__)
+    return server
+
+
+async def serve_stdio(app: App, *, allow_actions: bool = False, declared: bool = True) -> None:
+    """Open `app` and answer MCP over stdin/stdout until the client closes them."""
+    async with app:
+        await mcp_server(app, allow_actions=allow_actions, declared=declared).run_stdio_async()

@@ -1,0 +1,55 @@
+"""The dashboard served alone with uvicorn: the App opened for the server's lifetime, the pages at `/`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from xjobs import App
+from xjobs_web.asgi import dashboard
+
+
+def standalone(app: App, **options: Any) -> Starlette:
+    """The dashboard with a lifespan that opens `app` on start and closes it on stop."""
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with app:
+            yield
+
+    return Starlette(routes=[Mount("/", dashboard(app, **options))], lifespan=lifespan)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, but SIGTERM / SIGINT end the process with 0 after the graceful shutdown,
+    as `xjobs worker` does (uvicorn would re-raise the signal and end the process by it)."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        self._captured_signals.clear()
+
+
+def server(
+    app: App,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    log_level: str = "warning",
+    **options: Any,
+) -> uvicorn.Server:
+    """A uvicorn server of the standalone dashboard, not yet started (`.run()` serves until SIGTERM)."""
+    config = uvicorn.Config(
+        standalone(app, **options),
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+        lifespan="on",
+        access_log=log_level.lower() in ("debug", "info"),
+    )
+    return _Server(config)
