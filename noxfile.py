@@ -14,7 +14,7 @@ import nox
 
 ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "tests", "parity", "faults"]
+nox.options.sessions = ["lint", "typecheck", "tests", "parity", "parity-pgbouncer", "faults"]
 nox.options.reuse_venv = "yes"
 
 PACKAGE_SOURCES = sorted(str(p) for p in (ROOT / "packages").glob("*/src"))
@@ -28,6 +28,7 @@ TYPED_TEST_DIRS = [
     ),
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("*.py")),
     "bench",
+    "examples",
 ]
 
 
@@ -160,7 +161,10 @@ def bench(session: nox.Session) -> None:
 
     `uv run nox -s bench -- --help` lists the flags (workloads, backends, libraries, n, reps).
     """
-    _sync(session, "--all-packages", "--no-default-groups")
+    # the optional extras too (W3c10obs runs with the metrics and the tracing on), and the
+    # OpenTelemetry SDK, whose spans that workload exports (to nowhere)
+    _sync(session, "--all-packages", "--all-extras", "--no-default-groups")
+    session.install(_locked("opentelemetry-sdk"))
     python_312 = session.run(
         "python", "-c", "import sys; print(sys.version_info >= (3, 12))", silent=True
     )
@@ -178,3 +182,25 @@ def faults(session: nox.Session) -> None:
     """
     _sync(session, "--all-packages", "--group", "dev")
     _pytest(session, "tests/faults")
+
+
+@nox.session(name="parity-pgbouncer")
+def parity_pgbouncer(session: nox.Session) -> None:
+    """The Postgres parity suite and the Postgres restart faults through a real pgbouncer in
+    transaction mode (`XJOBS_TEST_POSTGRES_POOLER=pgbouncer`: every test URL crosses it)."""
+    _sync(session, "--all-packages", "--group", "dev")
+    env = {
+        "XJOBS_TEST_POSTGRES_POOLER": "pgbouncer",
+        "XJOBS_REQUIRE_SERVERS": os.environ.get("XJOBS_REQUIRE_SERVERS", ""),
+    }
+    tmp = Path(session.create_tmp()).resolve()
+    ini = tmp / "pytest.ini"
+    ini.write_text("[pytest]\n")
+    session.chdir(tmp)  # the parity suite as a third party runs it: no project config
+    session.run(
+        "python", "-m", "pytest", "-c", str(ini), "-p", "no:cacheprovider",
+        "--pyargs", "xjobs.testing.parity", "--xjobs-backend=postgres", *session.posargs, env=env,
+    )  # fmt: skip
+    session.chdir(ROOT)
+    restarts = ("tests/faults/test_pg_restart.py", "tests/faults/test_restart.py")
+    session.run("python", "-m", "pytest", *restarts, "-k", "not redis", *session.posargs, env=env)

@@ -65,11 +65,13 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         "W2": lambda: workloads.w2(contender, plan),
         "W3c10": lambda: workloads.w3(contender, plan, 10),
         "W3c100": lambda: workloads.w3(contender, plan, 100),
+        "W3c10obs": lambda: workloads.w3_observed(contender, plan, 10),
         "W4": lambda: workloads.w4(contender, plan),
         "W5": lambda: idle_cost(contender, counter, spec["warm_s"], spec["idle_s"]),
         "W6": lambda: workloads.w6(contender, plan, lambda: quiesce(spec["url"])),
         "W7": lambda: workloads.w7(contender, plan, counter.used_memory),
         "W8": lambda: workloads.w8(contender, plan),
+        "W9": lambda: workloads.w9(contender, plan, lambda: quiesce(spec["url"])),
         "W10": lambda: workloads.w10(contender, plan),
         "WOP": lambda: workloads.wop(contender, plan, settle),
     }

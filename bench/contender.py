@@ -83,6 +83,16 @@ class Contender:
         bulk statement (never n calls)."""
         raise Unsupported("no table to fill")
 
+    async def fill_finished(self, n: int) -> None:
+        """W9: add `n` rows finished long before any retention keeps them (two weeks and a day
+        ago), in one bulk statement."""
+        raise Unsupported("no retention purge")
+
+    async def purge_finished(self, keep_none: bool = False) -> int:
+        """W9 and W6: one retention pass, answering the rows it removed (`keep_none`: a policy
+        that keeps no finished job, so W6's completed fill goes as it would in production)."""
+        raise Unsupported("no retention purge")
+
     async def explain_claim(self) -> str:
         """W6: the `explain` plan of the library's claim statement, on the filled table."""
         raise Unsupported("no claim statement")

@@ -8,17 +8,33 @@ from typing import Any
 from bench.contender import engine_of
 
 ENGINES = ("memory", "postgres", "redis")
-ORDER = ("W1", "W2", "W3c10", "W3c100", "W4", "W5", "W6", "W7", "W8", "W10", "WOP")
+ORDER = (
+    "W1",
+    "W2",
+    "W3c10",
+    "W3c100",
+    "W3c10obs",
+    "W4",
+    "W5",
+    "W6",
+    "W7",
+    "W8",
+    "W9",
+    "W10",
+    "WOP",
+)
 TITLES = {
     "W1": "W1 enqueue one by one",
     "W2": "W2 bulk enqueue (500)",
     "W3c10": "W3 process, c=10",
     "W3c100": "W3 process, c=100",
+    "W3c10obs": "W3 c=10, metrics and tracing on",
     "W4": "W4 enqueue→start latency",
     "W5": "W5 idle worker (+ scheduler)",
     "W6": "W6 W3 c=10 beside 1M rows",
     "W7": "W7 Redis memory per job",
     "W8": "W8 three-step run",
+    "W9": "W9 W3 c=10 while purging 1M finished rows",
     "W10": "W10 enqueue→result latency",
     "WOP": "WOP operator reads beside the fill",
 }
@@ -28,11 +44,13 @@ PRIMARY = {
     "W2": "jobs_per_s",
     "W3c10": "jobs_per_s",
     "W3c100": "jobs_per_s",
+    "W3c10obs": "jobs_per_s",
     "W4": "p50_ms",
     "W5": "per_minute",
     "W6": "jobs_per_s",
     "W7": "bytes_per_job",
     "W8": "runs_per_s",
+    "W9": "jobs_per_s",
     "W10": "p50_ms",
     "WOP": "first_filled_p50_ms",
 }
@@ -89,8 +107,10 @@ def figure(workload: str, f: dict[str, Any], w3: dict[str, Any] | None) -> str:
             f"{read} {p50:,.2f}×" for read, (p50, _) in ratios.items()
         )
     text = f"{f['jobs_per_s']:,.0f} jobs/s"
-    if workload == "W6" and w3 and "jobs_per_s" in w3:
+    if workload in ("W6", "W3c10obs", "W9") and w3 and "jobs_per_s" in w3:
         text += f" ({f['jobs_per_s'] / w3['jobs_per_s']:.2f}× W3)"
+    if workload == "W9" and "purged" in f:
+        text += f"; purged {f['purged']:,} rows in {f['purge_s']:.0f} s"
     return text
 
 
@@ -135,6 +155,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Each target of performance.md that this run measured: the measured ratio, met or not."""
     return [
         *_throughput_targets(results),
+        *_telemetry_targets(results),
         *_latency_targets(results),
         *_idle_targets(results),
         *_storage_targets(results),
@@ -182,6 +203,23 @@ def _throughput_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                         mine / ceiling >= 0.5,
                     )
                 )
+    return out
+
+
+def _telemetry_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """W3 c=10 with metrics and tracing on: within 10% of W3 c=10 without, on each server."""
+    out: list[dict[str, Any]] = []
+    for engine in ENGINES:
+        on = _value(results, xjobs_name(engine), "W3c10obs")
+        off = _value(results, xjobs_name(engine), "W3c10")
+        if on is not None and off:
+            out.append(
+                _target(
+                    f"W3 c=10 {engine} with metrics and tracing: ≥ 0.9× W3 c=10",
+                    f"{on / off:.2f}×",
+                    on / off >= 0.9,
+                )
+            )
     return out
 
 
@@ -235,6 +273,11 @@ def _storage_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     w3 = _value(results, "xjobs-pg", "W3c10")
     if w6 is not None and w3:
         out.append(_target("W6 postgres: ≥ 0.8× W3", f"{w6 / w3:.2f}×", w6 / w3 >= 0.8))
+    w9 = _value(results, "xjobs-pg", "W9")
+    if w9 is not None and w3:
+        out.append(
+            _target("W9 postgres: ≥ 0.8× W3 while purging", f"{w9 / w3:.2f}×", w9 / w3 >= 0.8)
+        )
     w7 = _value(results, "xjobs-redis", "W7")
     if w7 is not None:
         out.append(_target("W7 redis: < 1 KiB per small job", f"{w7:,.0f} B", w7 < 1024))

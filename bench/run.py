@@ -23,12 +23,27 @@ from redis.asyncio import Redis
 from bench import report
 from bench.contender import ADAPTERS, engine_of, load
 
-WORKLOADS = ("W1", "W2", "W3c10", "W3c100", "W4", "W5", "W6", "W7", "W8", "W10", "WOP")
+WORKLOADS = (
+    "W1",
+    "W2",
+    "W3c10",
+    "W3c100",
+    "W3c10obs",
+    "W4",
+    "W5",
+    "W6",
+    "W7",
+    "W8",
+    "W9",
+    "W10",
+    "WOP",
+)
 # slow to set up (or, W10, slow on the polling peers: arq ~0.5 s, saq ~1 s a round trip) and
 # steady: measured in the first repetition only
-ONCE = ("W5", "W6", "W7", "W10", "WOP")
-XJOBS_ONLY = ("W8", "WOP")  # durable steps and the operator surface: no peer has them
-ENGINE_ONLY = {"W6": "postgres", "W7": "redis"}
+ONCE = ("W5", "W6", "W7", "W9", "W10", "WOP")
+# durable steps, the operator surface, its telemetry, the retention purge: no peer has them
+XJOBS_ONLY = ("W8", "WOP", "W3c10obs", "W9")
+ENGINE_ONLY = {"W6": "postgres", "W7": "redis", "W9": "postgres"}
 BACKENDS = ("memory", "postgres", "redis")
 CHILD_TIMEOUT_S = 3600
 RESULTS = Path(__file__).with_name("results")
@@ -39,7 +54,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--workloads",
         default=",".join(WORKLOADS),
-        help="comma list of W1…W8, W10 and WOP (W3 runs c=10 and c=100)",
+        help="comma list of W1…W10 and WOP (W3 runs c=10 and c=100)",
     )
     parser.add_argument(
         "--backends", default=",".join(BACKENDS), help="comma list of memory, postgres, redis"
@@ -52,7 +67,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("-n", "--n", type=int, default=2000, help="jobs per W1/W2/W3/W6 run")
     parser.add_argument("--reps", type=int, default=3, help="repetitions; the median is reported")
     parser.add_argument(
-        "--fill", type=int, default=1_000_000, help="W6 and WOP: other rows in the table"
+        "--fill",
+        type=int,
+        default=1_000_000,
+        help="W6 and WOP: other rows in the table; W9: the finished rows purged",
     )
     parser.add_argument("--w7-jobs", type=int, default=100_000, help="W7: stored jobs on Redis")
     parser.add_argument("--w8-runs", type=int, default=1000, help="W8: three-step runs")

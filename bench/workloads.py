@@ -1,4 +1,4 @@
-"""The workloads W1–W8, W10 and WOP of performance.md, each driving one `Contender` and answering its
+"""The workloads W1–W10 and WOP of performance.md, each driving one `Contender` and answering its
 figures."""
 
 from __future__ import annotations
@@ -119,6 +119,50 @@ async def w3(c: Contender, plan: Plan, concurrency: int) -> Figures:
     return {"jobs_per_s": ran / elapsed}
 
 
+class _DroppedSpans:
+    """A span exporter that keeps nothing: the spans are made and batched as in production."""
+
+    def export(self, spans: Any) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+async def w3_observed(c: Contender, plan: Plan, concurrency: int) -> Figures:
+    """W3 with xjobs's Prometheus metrics and OpenTelemetry spans (SDK, batched, dropped) on."""
+    import xjobs
+
+    await c.reset()  # first: a reset may open a new app (memory)
+    app = getattr(c, "app", None)
+    if not isinstance(app, xjobs.App):
+        raise Unsupported("no xjobs telemetry to turn on")
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as exc:
+        raise Unsupported("opentelemetry-sdk is not installed") from exc
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(_DroppedSpans()))  # type: ignore[arg-type]
+    try:
+        app.telemetry.enable_metrics(backend_gauges="never")
+        app.telemetry.enable_tracing(provider)
+    except xjobs.XJobsError as exc:
+        raise Unsupported(exc.message) from exc
+    try:
+        await preload(c, plan.n)
+        ran, elapsed = await drain(c, plan.n, concurrency)
+    finally:
+        app.telemetry.disable()
+        provider.shutdown()
+    return {"jobs_per_s": ran / elapsed}
+
+
 async def w4(c: Contender, plan: Plan) -> Figures:
     await c.reset()
     probe.reset(LATENCY_JOBS)
@@ -157,14 +201,46 @@ async def w10(c: Contender, plan: Plan) -> Figures:
 
 async def w6(c: Contender, plan: Plan, quiesce: Callable[[], Awaitable[None]]) -> Figures:
     """W3 at concurrency 10 on a table holding `plan.fill` other rows, as a rate over at most
-    `W6_WINDOW_S` (a claim that scans the filled rows would take many minutes); the claim's plan."""
+    `W6_WINDOW_S` (a claim that scans the filled rows would take many minutes); the claim's plan.
+    A library with a retention purge runs one pass over the fill first, as production would
+    (its completed half goes; `purged` says how many), and the table is vacuumed after it."""
     await c.reset()
     fill_s = await _timed(lambda: c.fill(plan.fill))
+    try:
+        purged: int | None = await c.purge_finished(keep_none=True)
+    except Unsupported:
+        purged = None
     await quiesce()
     await preload(c, plan.n)
     plan_text = await c.explain_claim()
     ran, elapsed = await drain(c, plan.n, 10, W6_WINDOW_S)
-    return {"jobs_per_s": ran / elapsed, "ran": ran, "fill_s": fill_s, "explain": plan_text}
+    figures = {"jobs_per_s": ran / elapsed, "ran": ran, "fill_s": fill_s, "explain": plan_text}
+    return figures if purged is None else {**figures, "purged": purged}
+
+
+async def w9(c: Contender, plan: Plan, quiesce: Callable[[], Awaitable[None]]) -> Figures:
+    """W3 at concurrency 10 while a retention pass purges `plan.fill` finished rows: the drain's
+    rate (against W3c10), and the purge's rows and seconds (it starts with the drain and is awaited
+    after it)."""
+    await c.reset()
+    fill_s = await _timed(lambda: c.fill_finished(plan.fill))
+    await quiesce()
+    await preload(c, plan.n)
+    started = time.perf_counter()
+    purge = asyncio.create_task(c.purge_finished())
+    try:
+        ran, elapsed = await drain(c, plan.n, 10)
+    finally:
+        purged = await purge
+    purge_s = time.perf_counter() - started
+    return {
+        "jobs_per_s": ran / elapsed,
+        "purged": purged,
+        "purge_s": purge_s,
+        "purge_rows_per_s": purged / purge_s,
+        "drain_s": elapsed,
+        "fill_s": fill_s,
+    }
 
 
 def percentiles(samples_ms: list[float]) -> tuple[float, float]:

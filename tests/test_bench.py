@@ -54,7 +54,9 @@ def test_a_small_run_on_the_memory_engine_writes_the_table_and_the_json(tmp_path
     assert data["machine"]["nproc"] >= 1
     assert data["versions"]["xjobs-memory"]
     took = data["took_s"]
-    assert set(took) == {"run", "W1", "W2", "W3c10", "W3c100", "W4", "W8", "W10", "WOP"}
+    assert set(took) == {"run", "W1", "W2", "W3c10", "W3c100", "W3c10obs", "W4", "W8", "W10", "WOP"}
+    assert ours["W3c10obs"]["jobs_per_s"] > 0  # W3 with metrics and tracing on
+    assert "W3c10obs" not in ceiling
     assert 0 < sum(v for k, v in took.items() if k != "run") < took["run"]
     markdown = (tmp_path / "latest.md").read_text()
     assert (

@@ -23,6 +23,7 @@ from bench.probe import probe
 from bench.workloads import drain
 from xjobs.contract.driver import JOB_STATES
 from xjobs.contract.introspection import COUNT_CAP, JobFilter, JobPosition
+from xjobs.contract.retention import Retention
 from xjobs.memory.driver import MemoryJobDriver
 from xjobs.memory.rows import JobRow
 from xjobs.operate.cursor import decode_cursor
@@ -58,6 +59,27 @@ select gen_random_uuid(), gen_random_uuid(), 'bench_job', 'bench', 'fill-' || g,
 from generate_series(1, $1::int) as g,
      (select (extract(epoch from now()) * 1000)::bigint as now_ms) as t
 """
+
+
+# W9: completed rows over eight job names, finished two weeks and a day ago (past every default
+# keep, so a pass with the default policy removes them all)
+FILL_FINISHED_PG = """
+insert into xjobs.jobs (id, run_id, name, queue, idempotency_key, payload, state, run_at_ms,
+                        attempt, max_attempts, claims, created_at_ms, updated_at_ms,
+                        finished_at_ms)
+select gen_random_uuid(), gen_random_uuid(), 'old_' || (g % 8), 'old', 'old-' || g, '{}',
+       'completed', t.at_ms, 1, 3, 1, t.at_ms, t.at_ms, t.at_ms + (g % 1000)
+from generate_series(1, $1::int) as g,
+     (select (extract(epoch from now()) * 1000)::bigint - 15 * 86400000 as at_ms) as t
+"""
+# W6 after a purge: a policy that keeps no finished job (a millisecond), as production's purge
+# leaves a table whose finished rows are past their keep
+KEEP_NONE = Retention(
+    completed=timedelta(milliseconds=1),
+    cancelled=timedelta(milliseconds=1),
+    failed=timedelta(milliseconds=1),
+    dead=timedelta(milliseconds=1),
+)
 
 
 FILL_CHUNK = 1000  # Redis: rows per pipelined round trip of the fill
@@ -443,6 +465,16 @@ class XJobsPostgres(XJobs):
         assert self.conn is not None
         await self.conn.execute(FILL_PG, n)
         await self.conn.execute("analyze xjobs.jobs")
+
+    async def fill_finished(self, n: int) -> None:
+        assert self.conn is not None
+        await self.conn.execute(FILL_FINISHED_PG, n)
+        await self.conn.execute("analyze xjobs.jobs")
+
+    async def purge_finished(self, keep_none: bool = False) -> int:
+        """One pass of the default policy (or of `KEEP_NONE`), as the app's cron task runs it."""
+        report = await self._app().purge(KEEP_NONE if keep_none else Retention())
+        return report["jobs"]
 
     async def explain_claim(self) -> str:
         assert self.conn is not None

@@ -57,12 +57,14 @@ STABLE_CODES = {
     "SlotLostError": "XJOBS_SLOT_LOST",
     "BackendUnavailableError": "XJOBS_BACKEND_UNAVAILABLE",
     "BackendError": "XJOBS_BACKEND_ERROR",
+    "LeaderUnsafeError": "XJOBS_LEADER_UNSAFE",
     "SchemaInvalidError": "XJOBS_SCHEMA_INVALID",
     "StepInvalidError": "XJOBS_STEP_INVALID",
     "StepDuplicateError": "XJOBS_STEP_DUPLICATE",
     "StepFailedError": "XJOBS_STEP_FAILED",
     "StepTimeoutError": "XJOBS_STEP_TIMEOUT",
     "EventInvalidError": "XJOBS_EVENT_INVALID",
+    "ExtraMissingError": "XJOBS_EXTRA_MISSING",
 }
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from xjobs.contract.driver import Claim, ClaimOptions, Nack
 from xjobs.contract.introspection import COUNTED_OUTCOMES, JobFilter, JobPosition
+from xjobs.contract.retention import PURGE_STORES, Retention
 from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
 from xjobs.ids import new_id
 from xjobs.run.settle import ending, parking, retrying, shedding
@@ -43,6 +44,7 @@ from xjobs_pg.params import (
     StageParams,
     WatchParams,
 )
+from xjobs_pg.purge import PURGE_COUNT_ARITY, PurgeParams
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.sql import Statements
 from xjobs_pg.store_params import (
@@ -80,6 +82,8 @@ WHERE = JobFilter(("dead",), "default", "test_job", "org-1", NOW - 1, NOW + 1)
 BULK = BulkParams(WHERE, ["dead"], NOW, 10, 100)
 
 # One record per statement, every value given (a null would prove nothing about its place).
+# Retention: one pass's cut, a per-job keep included.
+CUT = Retention().cut(NOW, {"audit": 1_000})
 SAMPLES: dict[str, Params] = {
     "enqueue": EnqueueParams(NOW, [JOB], ["default"], "channel"),
     "enqueue_fresh": EnqueueParams(NOW, [JOB], ["default"], "channel"),
@@ -120,6 +124,7 @@ SAMPLES: dict[str, Params] = {
     "slot_holders": SlotHoldersParams(NOW, "job:a"),
     "wake_probe": ProbeParams("channel", "probe:1"),
     "installed_version": NO_PARAMS,
+    "backend_pid": NO_PARAMS,
     "step_put": StepPutParams(CLAIM, STEP),
     "step_list": One(JOB.run_id),
     "event_lock": One("paid"),
@@ -146,6 +151,11 @@ SAMPLES: dict[str, Params] = {
     "outbox_pending": NO_PARAMS,
     "result_read": One(JOB.id),
     "result_watch": WatchParams(JOB.id, "channel"),
+    **{f"purge_{store}": PurgeParams.of(store, CUT, 100) for store in PURGE_STORES},
+    **{
+        f"purge_{store}_count": PurgeParams.of(store, CUT, None).first(PURGE_COUNT_ARITY[store])
+        for store in PURGE_STORES
+    },
 }
 
 PLACEHOLDER = re.compile(r"\$(\d+)")

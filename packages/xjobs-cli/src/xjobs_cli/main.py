@@ -17,11 +17,14 @@ from xjobs_cli import (
     demo_cli,
     install_cli,
     jobs_cli,
+    mcp_cli,
+    purge_cli,
     queues_cli,
     relay_cli,
     scheduler_cli,
     stats_cli,
     tasks_cli,
+    web_cli,
     worker_cli,
     workers_cli,
 )
@@ -42,9 +45,12 @@ _VERBS: tuple[tuple[Callable[..., argparse.ArgumentParser], str], ...] = (
     (tasks_cli.add_parser, "WARNING"),
     (workers_cli.add_parser, "WARNING"),
     (stats_cli.add_parser, "WARNING"),
+    (purge_cli.add_parser, "WARNING"),
     (demo_cli.add_parser, "WARNING"),
     (backends_cli.add_parser, "WARNING"),
     (install_cli.add_parser, "WARNING"),
+    (web_cli.add_parser, "INFO"),
+    (mcp_cli.add_parser, "WARNING"),
 )
 
 

@@ -16,19 +16,32 @@ from xjobs.contract.driver import BulkResult, EnqueueResult, JobRecord
 from xjobs.contract.introspection import RequeueFilter
 from xjobs.contract.moves import moved
 from xjobs.contract.plugins import connect
+from xjobs.contract.retention import (
+    PURGE_STORES,
+    Keep,
+    PurgeCut,
+    Retention,
+    RetentionStore,
+    StoreTarget,
+)
 from xjobs.contract.stores import EventRecord, LeaderElection, SchedulerState, StepRecord, TaskFire
 from xjobs.declare.describe import describe
 from xjobs.declare.job import EnqueueOptions, JobHandle
 from xjobs.declare.registry import Registry
+from xjobs.declare.task import TaskHandle, task
 from xjobs.enqueue.facade import JobsFacade
 from xjobs.errors import (
     AppStateError,
     BackendClosedError,
+    ExtraMissingError,
     JobNotFoundError,
     JobNotRegisteredError,
     TaskNotRegisteredError,
 )
 from xjobs.event_match import encode_object, validate_event_name
+from xjobs.factories.purge import PURGE_JOB, PurgeInput, purge
+from xjobs.observe.snapshot import read_view
+from xjobs.observe.telemetry import Telemetry
 from xjobs.operate.operator import Operator
 from xjobs.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from xjobs.roles.os_signals import on_shutdown_signals
@@ -69,11 +82,16 @@ class App:
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         backend_options: Mapping[str, Any] | None = None,
         outbox: str | Backend | None = None,
+        retention: Retention | None = None,
     ) -> None:
-        self.registry = Registry(jobs, tasks)
         self.clock: Clock = clock or (
             backend.clock if isinstance(backend, Backend) else SystemClock()
         )
+        # Retention on: the purge job and its cron task are registered beside the app's own.
+        self.retention = retention
+        self._purge_task = None if retention is None else self._purge_task_for(retention)
+        extra = () if self._purge_task is None else (self._purge_task,)
+        self.registry = Registry(jobs, [*tasks, *extra])
         self._target = backend
         self._backend_options = dict(backend_options or {})
         self._backend: Backend | None = None
@@ -85,6 +103,10 @@ class App:
         self._on_worker_stop = on_worker_stop
         self._outbox_target = outbox
         self._outbox_backend: Backend | None = None
+        # Off until turned on (`app.telemetry.enable_metrics()`, `metrics_app()`, the CLI's flags).
+        self.telemetry = Telemetry(
+            self.clock, read_view=lambda: read_view(self.operator, self.backend, self.clock)
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -110,12 +132,15 @@ class App:
                 raise
             outbox.require("outbox")
         self._outbox_backend = outbox
+        if self.retention is not None:
+            await self._keep_retention(backend)
         self._facade = JobsFacade(
             backend.jobs,
             self.clock,
             max_payload_bytes=self._max_payload_bytes,
             outbox=outbox.outbox,
             results=backend.results,
+            observer=self.telemetry,
         )
         for handle in self.registry.jobs.values():
             handle.bind(self._facade)
@@ -126,6 +151,7 @@ class App:
         backend, self._backend = self._backend, None
         if backend is None:
             return
+        await self.telemetry.aclose()
         for handle in self.registry.jobs.values():
             if self._facade is not None and handle.bound_to(self._facade):
                 handle.bind(None)
@@ -224,6 +250,77 @@ class App:
         """The operator surface: list, show and steer jobs, queues, pauses, tasks and workers."""
         return Operator(self.backend, self.registry, self.clock)
 
+    def metrics_app(self, *, wsgi: bool = False) -> Any:
+        """This app's Prometheus metrics as an ASGI app (`wsgi=True`: a WSGI app) to mount in the
+        service's own server; turns the metrics on. Needs `xjobs-core[prometheus]`."""
+        return self.telemetry.metrics_app(wsgi=wsgi)
+
+    def dashboard(self, **options: Any) -> Any:
+        """The web dashboard over `operator`: an ASGI app to mount in the service's own server
+        (`options`: `read_only`, `auth`, `tenant`, …; see xjobs-web). Needs `xjobs-web`."""
+        try:
+            from xjobs_web import dashboard
+        except ImportError as exc:
+            raise ExtraMissingError(
+                "the dashboard is the xjobs-web distribution: pip install xjobs-web"
+            ) from exc
+        return dashboard(self, **options)
+
+    # -- retention -----------------------------------------------------------------------------
+
+    async def _keep_retention(self, backend: Backend) -> None:
+        """Hand the policy to the backend (Redis expires a finished job's keys by it); a backend
+        without a retention store refuses the app, closed again if the app opened it."""
+        try:
+            backend.require("retention")
+        except BaseException:
+            self._backend = self._outbox_backend = None
+            if self._owns_backend:
+                await backend.close()
+            raise
+        assert backend.retention is not None
+        assert self.retention is not None
+        backend.retention.keep(Keep(self.retention, self._kept_per_job()))
+
+    def _retention_store(self) -> RetentionStore:
+        self.backend.require("retention")
+        assert self.backend.retention is not None
+        return self.backend.retention
+
+    def _kept_per_job(self) -> dict[str, int]:
+        return {n: h.retention_ms for n, h in self.jobs.items() if h.retention_ms is not None}
+
+    def _targets(self, policy: Retention) -> list[StoreTarget]:
+        def cut(now_ms: int) -> PurgeCut:
+            return policy.cut(now_ms, self._kept_per_job())
+
+        return [
+            StoreTarget(s, self._retention_store, cut, policy.batch, policy.pause)
+            for s in PURGE_STORES
+        ]
+
+    def _purge_task_for(self, policy: Retention) -> TaskHandle:
+        handle = purge(self._targets(policy), clock=self.clock, queue=policy.queue)
+        return task(
+            job=handle, cron=policy.cron, tz="UTC", input=lambda _: PurgeInput(), name=PURGE_JOB
+        )
+
+    async def purge(
+        self, policy: Retention | None = None, *, dry_run: bool = False
+    ) -> dict[str, int]:
+        """One purge pass here and now, at one clock reading (the cron task's job does the same,
+        on the scheduler's leader): what went per store, or with `dry_run` what would go.
+        `policy` defaults to the app's `retention=` (`XJOBS_APP_STATE` when there is none)."""
+        policy = policy or self.retention
+        if policy is None:
+            raise AppStateError("retention is off: pass App(retention=Retention()) or a policy")
+        now_ms = self.clock.now_ms()
+        report: dict[str, int] = {}
+        for target in self._targets(policy):
+            run = target.count_expired if dry_run else target.purge_expired
+            report[target.name] = await run(now_ms)
+        return report
+
     async def get_steps(self, job_id: str) -> list[StepRecord]:
         """The recorded steps of a job's run, by position (`XJOBS_JOB_NOT_FOUND` when there is none)."""
         self.backend.require("steps")
@@ -283,6 +380,7 @@ class App:
             options=resolve_worker_options(queues=served, **options),
             clock=self.clock,
             hooks=self._hooks,
+            observer=self.telemetry,
         )
 
     async def run_worker(
@@ -339,6 +437,7 @@ class App:
             options=resolve_scheduler_options(**options),
             clock=self.clock,
             leader=leader,
+            observer=self.telemetry,
         )
 
     async def run_scheduler(
@@ -390,6 +489,7 @@ class App:
             jobs=self.backend.jobs,
             options=resolve_relay_options(**options),
             wake=source.wake,
+            observer=self.telemetry,
         )
 
     async def run_relay(

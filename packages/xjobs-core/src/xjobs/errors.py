@@ -258,6 +258,13 @@ class BackendError(XJobsError):
     code = "XJOBS_BACKEND_ERROR"
 
 
+class LeaderUnsafeError(XJobsError):
+    """A leader that needs a server session of its own (a session advisory lock) was asked to run
+    where it cannot have one: behind a transaction-pooling proxy such as pgbouncer."""
+
+    code = "XJOBS_LEADER_UNSAFE"
+
+
 class SchemaInvalidError(XJobsError):
     """A schema name or key prefix is not a plain lower-case identifier."""
 
@@ -339,3 +346,10 @@ class OutboxConnectionInvalidError(XJobsError):
     async connection, nor an asyncpg connection, for Postgres)."""
 
     code = "XJOBS_OUTBOX_CONNECTION_INVALID"
+
+
+class ExtraMissingError(XJobsError):
+    """A call needs an optional distribution that is not installed (`xjobs-web` for the dashboard
+    and the MCP server)."""
+
+    code = "XJOBS_EXTRA_MISSING"

@@ -19,6 +19,8 @@ from xjobs_pg.executor import Executor
 from xjobs_pg.install import SCHEMA_VERSION, install
 from xjobs_pg.introspection import PostgresIntrospection
 from xjobs_pg.outbox import PostgresOutboxStore
+from xjobs_pg.pooling import Pooling, behind_proxy, refused_startup_setting, undeclared_proxy
+from xjobs_pg.purge import PostgresRetention
 from xjobs_pg.results import PostgresResults, SettleWaiters
 from xjobs_pg.scheduler import PostgresAdvisoryLeader, PostgresLeaseLeader, PostgresSchedulerState
 from xjobs_pg.schema import DEFAULT_SCHEMA, quote_schema, settled_channel, wake_channel
@@ -58,8 +60,12 @@ async def open_backend(
     """A `Backend` over Postgres at `url`; the schema is installed unless `install_schema=False`.
 
     Size the pool above the worker's concurrency plus a few: heartbeats and settles share it.
+    Behind a pooling proxy the URL declares it (`xjobs_pooler`, see `pooling`); an undeclared
+    proxy is refused before anything is written.
     """
     dsn, options = asyncpg_dsn(url)
+    pooling = Pooling.from_options(options)
+    connect = pooling.connect_options(connect)
     name = schema or options.get("schema", DEFAULT_SCHEMA)
     quoted = quote_schema(name)
     finite_count("min_size", min_size, minimum=0)
@@ -72,11 +78,20 @@ async def open_backend(
 
     try:
         pool = await asyncpg.create_pool(
-            dsn, min_size=min_size, max_size=max_size, init=init, reset=_no_reset, **connect
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            init=init,
+            reset=_no_reset,
+            **pooling.pool_options(connect),
         )
     except Exception as exc:
+        if pooling.mode == "none" and refused_startup_setting(exc):
+            raise undeclared_proxy(urlsplit(dsn).hostname or "the URL's host") from exc
         raise interpret_error(exc) from exc
     executor = Executor(pool, Statements(quoted), clock)
+    if pooling.mode == "none":
+        await _refuse_undeclared_proxy(pool, executor, dsn)
 
     async def do_install() -> None:
         async with pool.acquire() as conn:
@@ -96,6 +111,7 @@ async def open_backend(
         executor,
         settled_channel=settled,
         on_settled=waiters.settled,
+        listens=pooling.listens,
         **connect,
     )
 
@@ -119,6 +135,7 @@ async def open_backend(
         introspection=PostgresIntrospection(executor, jobs, slots),
         results=PostgresResults(executor, listener, waiters, settled),
         wake=source,
+        retention=PostgresRetention(executor),
         on_close=close,
         on_install=do_install,
         features=frozenset({"ack_many"}),
@@ -131,12 +148,34 @@ def postgres_advisory_leader(
     """A leader holding a session advisory lock on one dedicated connection to `url` (not a pool).
 
     `key` names the lock (hashed by the server); the default is `<schema>.scheduler` for the URL's
-    schema. Unsafe behind a transaction-pooling proxy such as pgbouncer in transaction mode.
+    schema. Refused (`LeaderUnsafeError`) behind a transaction-pooling proxy: at once when the URL
+    declares one (`xjobs_pooler=transaction`), at each acquire when its connection finds an
+    undeclared proxy (a session-pooling one is declared with `xjobs_pooler=session`).
     """
     dsn, options = asyncpg_dsn(url)
+    pooling = Pooling.from_options(options)
+    pooling.refuse_session_leader("the advisory-lock leader")
     name = options.get("schema", DEFAULT_SCHEMA)
     statements = Statements(quote_schema(name))
-    return PostgresAdvisoryLeader(dsn, key or f"{name}.scheduler", statements, **connect)
+    return PostgresAdvisoryLeader(
+        dsn,
+        key or f"{name}.scheduler",
+        statements,
+        proxy_declared=pooling.mode == "session",
+        **pooling.connect_options(connect),
+    )
+
+
+async def _refuse_undeclared_proxy(pool: asyncpg.Pool, executor: Executor, dsn: str) -> None:
+    """Refuse (the pool closed) when the URL declares no proxy and one answers (one statement)."""
+    try:
+        async with pool.acquire() as conn:
+            proxied = await behind_proxy(conn, executor.sql)
+        if proxied:
+            raise undeclared_proxy(urlsplit(dsn).hostname or "the URL's host")
+    except BaseException:
+        pool.terminate()
+        raise
 
 
 async def _ensure_installed(executor: Executor, do_install: Callable[[], Any]) -> None:

@@ -27,6 +27,8 @@ SQL_FILES = (
     "scheduler.sql",
     "outbox.sql",
     "results.sql",
+    "pooling.sql",
+    "purge.sql",
 )
 
 

@@ -32,7 +32,7 @@ j.created_at_ms > $5::bigint and j.created_at_ms < $6::bigint
 -- the limit. With both off for the transaction, each count is an index scan in index order
 -- that stops at its cap. A disabled plan is costed so high that it would set off the JIT
 -- compiler (a second of compiling for a read of milliseconds), so the JIT is off too. The read
--- keeps one generic plan per connection: planning it afresh against a large table's statistics
+-- keeps one generic plan per connection: planning it afresh against the statistics of a large table
 -- cost more than running it (1.2 ms of planning for 0.3 ms of counting beside 1,000,000 rows),
 -- and with the scans above off every plan of it is the same index walk.
 select set_config('enable_bitmapscan', 'off', true) as bitmapscan,
