@@ -6,6 +6,7 @@ import glob
 import os
 import shutil
 import subprocess
+import sys
 import tomllib
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -14,7 +15,15 @@ import nox
 
 ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "tests", "parity", "parity-pgbouncer", "faults"]
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    "tests",
+    "tests-311",
+    "parity",
+    "parity-pgbouncer",
+    "faults",
+]
 nox.options.reuse_venv = "yes"
 
 PACKAGE_SOURCES = sorted(str(p) for p in (ROOT / "packages").glob("*/src"))
@@ -93,6 +102,42 @@ def tests(session: nox.Session) -> None:
     _sync(session, "--all-packages", "--group", "dev")
     packages = sorted(str(p) for p in (ROOT / "packages").glob("*/tests"))
     _pytest(session, *packages, "tests", "--ignore=tests/faults")
+
+
+# Every distribution but xjobs-django (Django 6 needs 3.12) declares Python 3.11+; the workspace's
+# own environment is 3.12, so their tests run once more on 3.11, with uv.lock's pins less Django's.
+PY311_PACKAGES = ("xjobs-core", "xjobs-pg", "xjobs-redis", "xjobs-cli", "xjobs-web", "xjobs-kit")
+NOT_ON_311 = ("django", "django-stubs", "django-stubs-ext")
+
+
+def _python_311() -> str | None:
+    """An interpreter of Python 3.11 on this machine (PATH, then pyenv's versions), if any."""
+    found = [shutil.which("python3.11")]
+    found += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.11*/bin/python3")))
+    for candidate in filter(None, found):
+        probe = [candidate, "-c", "import sys; sys.exit(sys.version_info[:2] != (3, 11))"]
+        if subprocess.run(probe, capture_output=True, check=False).returncode == 0:
+            return candidate
+    return None
+
+
+@nox.session(name="tests-311", python=_python_311() or "3.11")
+def tests_311(session: nox.Session) -> None:
+    """The tests of every distribution that declares Python 3.11, on 3.11 (uv.lock is resolved
+    for 3.12, so its pins are exported, less Django's, and installed into this venv)."""
+    requirements = Path(session.create_tmp()).resolve() / "requirements.txt"
+    skip = [arg for name in NOT_ON_311 for arg in ("--no-emit-package", name)]
+    # the export reads the lock as the workspace's 3.12 interpreter (nox's own), not this venv's
+    session.run_install(
+        "uv", "export", "--locked", "--all-packages", "--group", "dev", "--no-emit-workspace",
+        "--no-hashes", "--quiet", *skip, "--output-file", str(requirements),
+        env={"UV_PYTHON": sys.executable}, external=True,
+    )  # fmt: skip
+    session.install("-r", str(requirements))
+    editable = [arg for name in PY311_PACKAGES for arg in ("-e", f"packages/{name}")]
+    session.install("--no-deps", *editable)
+    suites = [f"packages/{name}/tests" for name in PY311_PACKAGES]
+    _pytest(session, *(s for s in suites if (ROOT / s).is_dir()))
 
 
 @nox.session

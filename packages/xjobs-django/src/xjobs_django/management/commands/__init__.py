@@ -1,0 +1,1 @@
+"""`manage.py xjobs_worker` and `manage.py xjobs_install`."""

@@ -1,0 +1,10 @@
+"""The test project's `manage.py`, as `django-admin startproject` writes one."""
+
+import os
+import sys
+
+from django.core.management import execute_from_command_line
+
+if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "djproject.settings")
+    execute_from_command_line(sys.argv)
