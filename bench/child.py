@@ -12,10 +12,12 @@ import logging
 import sys
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 from bench import workloads
 from bench.contender import Target, Unsupported, load, opened
+from bench.cost import meter
 from bench.counting import PostgresStatements, RedisCommands, quiesce
 from bench.workloads import Figures, Plan
 
@@ -60,12 +62,16 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         counter = PostgresStatements(spec["admin_url"], spec["database"])
     elif contender.engine == "redis":
         counter = RedisCommands(spec["url"])
+    meter.server = counter.server_seconds if counter is not None else None
+    if spec.get("profile"):
+        meter.profile_to = Path(spec["profile"])
     runs: dict[str, Any] = {
         "W1": lambda: workloads.w1(contender, plan),
         "W2": lambda: workloads.w2(contender, plan),
         "W3c10": lambda: workloads.w3(contender, plan, 10),
         "W3c100": lambda: workloads.w3(contender, plan, 100),
         "W3c10obs": lambda: workloads.w3_observed(contender, plan, 10),
+        "W3c10rate": lambda: workloads.w3_rated(contender, plan, 10),
         "W4": lambda: workloads.w4(contender, plan),
         "W5": lambda: idle_cost(contender, counter, spec["warm_s"], spec["idle_s"]),
         "W6": lambda: workloads.w6(contender, plan, lambda: quiesce(spec["url"])),
@@ -80,6 +86,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
     async with opened(contender, target):
         for name in plan.workloads:
             started = time.perf_counter()
+            meter.label = f"{spec['contender']}-{name}"
             try:
                 if counter is None and name in ("W5", "W7"):
                     raise Unsupported("no server to count on")

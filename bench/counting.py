@@ -1,5 +1,5 @@
-"""Server-side counters: statements per database (pg_stat_statements), commands and memory (Redis
-INFO); and the Postgres upkeep W6 waits out after its fill."""
+"""Server-side counters: statements and their time per database (pg_stat_statements), commands,
+memory and CPU (Redis MONITOR and INFO); and the Postgres upkeep W6 waits out after its fill."""
 
 from __future__ import annotations
 
@@ -17,6 +17,12 @@ from pg_stat_statements s join pg_database d on d.oid = s.dbid
 where d.datname = $1 and s.query !~* '^\s*(begin|commit|rollback|start transaction)\b'
 """
 ENABLE = "create extension if not exists pg_stat_statements"
+# the milliseconds the server spent executing (and planning) a database's statements
+STATEMENT_MS = """
+select coalesce(sum(total_exec_time + total_plan_time), 0)::float8
+from pg_stat_statements s join pg_database d on d.oid = s.dbid
+where d.datname = $1
+"""
 
 
 async def quiesce(url: str) -> None:
@@ -45,6 +51,17 @@ class PostgresStatements:
         finally:
             await conn.close()
         return total
+
+    async def server_seconds(self) -> float:
+        """Seconds the server has spent executing this database's statements, every client's
+        (`pg_stat_statements`: execution and planning, commits' WAL flushes included)."""
+        conn = await asyncpg.connect(self.admin_url)
+        try:
+            await conn.execute(ENABLE)
+            ms: float = await conn.fetchval(STATEMENT_MS, self.database)
+        finally:
+            await conn.close()
+        return ms / 1000.0
 
 
 class RedisCommands:
@@ -83,3 +100,9 @@ class RedisCommands:
 
     async def used_memory(self) -> int:
         return int((await self._info("memory"))["used_memory"])
+
+    async def server_seconds(self) -> float:
+        """CPU seconds of the whole Redis server process, user and system (`INFO cpu`): the bench
+        starts a server of its own and runs one contender at a time on it."""
+        cpu = await self._info("cpu")
+        return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])

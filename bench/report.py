@@ -14,6 +14,7 @@ ORDER = (
     "W3c10",
     "W3c100",
     "W3c10obs",
+    "W3c10rate",
     "W4",
     "W5",
     "W6",
@@ -29,6 +30,7 @@ TITLES = {
     "W3c10": "W3 process, c=10",
     "W3c100": "W3 process, c=100",
     "W3c10obs": "W3 c=10, metrics and tracing on",
+    "W3c10rate": "W3 c=10, a rate limit far above it",
     "W4": "W4 enqueue→start latency",
     "W5": "W5 idle worker (+ scheduler)",
     "W6": "W6 W3 c=10 beside 1M rows",
@@ -45,6 +47,7 @@ PRIMARY = {
     "W3c10": "jobs_per_s",
     "W3c100": "jobs_per_s",
     "W3c10obs": "jobs_per_s",
+    "W3c10rate": "jobs_per_s",
     "W4": "p50_ms",
     "W5": "per_minute",
     "W6": "jobs_per_s",
@@ -79,9 +82,12 @@ def brief(figures: dict[str, Any]) -> str:
         return "none (" + str(figures["unsupported"]) + ")"
     parts = []
     for key, value in figures.items():
-        if key.startswith("explain") or key == "reps":
+        if key.startswith("explain") or key in ("reps", "per_rep"):
             continue
-        parts.append(f"{key}={value:,.1f}" if isinstance(value, float) else f"{key}={value}")
+        if isinstance(value, float):
+            parts.append(f"{key}={value:,.3f}" if abs(value) < 10 else f"{key}={value:,.1f}")
+        else:
+            parts.append(f"{key}={value}")
     return " ".join(parts)
 
 
@@ -107,7 +113,7 @@ def figure(workload: str, f: dict[str, Any], w3: dict[str, Any] | None) -> str:
             f"{read} {p50:,.2f}×" for read, (p50, _) in ratios.items()
         )
     text = f"{f['jobs_per_s']:,.0f} jobs/s"
-    if workload in ("W6", "W3c10obs", "W9") and w3 and "jobs_per_s" in w3:
+    if workload in ("W6", "W3c10obs", "W3c10rate", "W9") and w3 and "jobs_per_s" in w3:
         text += f" ({f['jobs_per_s'] / w3['jobs_per_s']:.2f}× W3)"
     if workload == "W9" and "purged" in f:
         text += f"; purged {f['purged']:,} rows in {f['purge_s']:.0f} s"
@@ -126,10 +132,43 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}"
 
 
+def spread(mine: dict[str, Any], theirs: dict[str, Any]) -> tuple[float, float] | None:
+    """The lowest and highest ratio of one repetition's figure to the other's in the same
+    repetition (the contenders alternate within each), over the repetitions both have."""
+    ratios = [
+        a / b
+        for a, b in zip(mine.get("per_rep", ()), theirs.get("per_rep", ()), strict=False)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b
+    ]
+    if len(ratios) < 2:
+        return None
+    return min(ratios), max(ratios)
+
+
+def _ratio_cell(results: dict[str, Any], name: str, other: str, workload: str) -> str:
+    """The ratio of the medians, and its spread over the repetitions (lowest–highest)."""
+    text = _ratio(_value(results, name, workload), _value(results, other, workload))
+    mine = results.get(name, {}).get(workload, {})
+    theirs = results.get(other, {}).get(workload, {})
+    found = spread(mine, theirs) if text and name != other else None
+    return f"{text} ({found[0]:.2f}–{found[1]:.2f})" if found else text
+
+
+def cost(f: dict[str, Any]) -> str:
+    """CPU seconds per 1,000 jobs: the process's, then the server's where there is one."""
+    if "cpu_s_per_1k" not in f:
+        return ""
+    text = f"{f['cpu_s_per_1k']:.3f}"
+    if "server_s_per_1k" in f:
+        text += f" / {f['server_s_per_1k']:.3f}"
+    return text
+
+
 def table(results: dict[str, Any]) -> list[str]:
     lines = [
-        "| workload | backend | library | figure | ratio to xjobs | ratio to ceiling |",
-        "|---|---|---|---|---|---|",
+        "| workload | backend | library | figure | ratio to xjobs | ratio to ceiling "
+        "| CPU s per 1,000 jobs: process / server |",
+        "|---|---|---|---|---|---|---|",
     ]
     for workload in ORDER:
         for engine in ENGINES:
@@ -137,12 +176,12 @@ def table(results: dict[str, Any]) -> list[str]:
             names.sort(key=lambda n: (not n.startswith("xjobs"), n.startswith("ceiling"), n))
             for name in names:
                 f = results[name][workload]
-                value = _value(results, name, workload)
+                ceiling = "ceiling-" + _short(engine)
                 lines.append(
                     f"| {TITLES[workload]} | {engine} | {name} | "
                     f"{figure(workload, f, results[name].get('W3c10'))} | "
-                    f"{_ratio(value, _value(results, xjobs_name(engine), workload))} | "
-                    f"{_ratio(value, _value(results, 'ceiling-' + _short(engine), workload))} |"
+                    f"{_ratio_cell(results, name, xjobs_name(engine), workload)} | "
+                    f"{_ratio_cell(results, name, ceiling, workload)} | {cost(f)} |"
                 )
     return lines
 
@@ -207,19 +246,21 @@ def _throughput_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _telemetry_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """W3 c=10 with metrics and tracing on: within 10% of W3 c=10 without, on each server."""
+    """W3 c=10 with metrics and tracing on, and with a rate limit far above it: each within 10%
+    of W3 c=10 without, on each server."""
     out: list[dict[str, Any]] = []
-    for engine in ENGINES:
-        on = _value(results, xjobs_name(engine), "W3c10obs")
-        off = _value(results, xjobs_name(engine), "W3c10")
-        if on is not None and off:
-            out.append(
-                _target(
-                    f"W3 c=10 {engine} with metrics and tracing: ≥ 0.9× W3 c=10",
-                    f"{on / off:.2f}×",
-                    on / off >= 0.9,
+    for workload, what in (("W3c10obs", "metrics and tracing"), ("W3c10rate", "a rate limit")):
+        for engine in ENGINES:
+            on = _value(results, xjobs_name(engine), workload)
+            off = _value(results, xjobs_name(engine), "W3c10")
+            if on is not None and off:
+                out.append(
+                    _target(
+                        f"W3 c=10 {engine} with {what}: ≥ 0.9× W3 c=10",
+                        f"{on / off:.2f}×",
+                        on / off >= 0.9,
+                    )
                 )
-            )
     return out
 
 
@@ -393,6 +434,14 @@ def _took(took: dict[str, float]) -> list[str]:
     ]
 
 
+def _slow(settings: dict[str, Any]) -> str:
+    """The peers that ran on a smaller n of their own, if any."""
+    slow = settings.get("slow_n") or {}
+    if not slow:
+        return ""
+    return " (" + ", ".join(f"{name} {n:,}" for name, n in sorted(slow.items())) + ")"
+
+
 def markdown(data: dict[str, Any]) -> str:
     machine = data["machine"]
     servers = ", ".join(f"{k} {v}" for k, v in data["servers"].items())
@@ -404,13 +453,18 @@ def markdown(data: dict[str, Any]) -> str:
         f"Machine: {machine['nproc']} cores, Python {machine['python']}, {machine['platform']}. "
         f"Servers: {servers}.",
         f"Libraries: {versions}.",
-        f"Settings: n={settings['n']}, median of {settings['reps']} repetitions "
+        f"Settings: n={settings['n']}{_slow(settings)}, median of {settings['reps']} repetitions "
         f"({', '.join(settings['once'])} once), W6 fill {settings['fill']:,} rows, "
         f"W7 {settings['w7_jobs']:,} jobs, W8 {settings['w8_runs']:,} runs, "
         f"W10 {settings.get('w10_trips', 200):,} round trips, "
         f"WOP {settings.get('op_calls', 0):,} calls a read. "
         "Ratios are this figure over xjobs's (or the ceiling's) on the same engine: above 1 is "
-        "faster for throughput, slower for W4 and W10 latency, costlier for W5 and W7.",
+        "faster for throughput, slower for W4 and W10 latency, costlier for W5 and W7; in "
+        "brackets, the lowest and highest ratio of one repetition's figures. CPU seconds per "
+        "1,000 jobs (runs for W8, round trips for W10): the benchmark process's, user and system, "
+        "over the measured window; then the server's — on Postgres the time it spent executing "
+        "the contender's statements (pg_stat_statements), on Redis the server process's CPU "
+        "(INFO cpu).",
         *_took(data.get("took_s", {})),
         "",
         *table(data["results"]),

@@ -29,6 +29,7 @@ WORKLOADS = (
     "W3c10",
     "W3c100",
     "W3c10obs",
+    "W3c10rate",
     "W4",
     "W5",
     "W6",
@@ -42,9 +43,12 @@ WORKLOADS = (
 # steady: measured in the first repetition only
 ONCE = ("W5", "W6", "W7", "W9", "W10", "WOP")
 # durable steps, the operator surface, its telemetry, the retention purge: no peer has them
-XJOBS_ONLY = ("W8", "WOP", "W3c10obs", "W9")
+XJOBS_ONLY = ("W8", "WOP", "W3c10obs", "W3c10rate", "W9")
 ENGINE_ONLY = {"W6": "postgres", "W7": "redis", "W9": "postgres"}
 BACKENDS = ("memory", "postgres", "redis")
+# peers that cannot finish W1–W3 on `--n` jobs within the run's budget (each a few hundred jobs a
+# second on this machine): they run on `--slow-n` jobs of their own, timed the same way
+SLOW_PEERS = ("procrastinate", "saq-pg", "arq")
 CHILD_TIMEOUT_S = 3600
 RESULTS = Path(__file__).with_name("results")
 
@@ -64,7 +68,22 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default="",
         help="comma list of contenders (default: all): " + ", ".join(ADAPTERS),
     )
-    parser.add_argument("-n", "--n", type=int, default=2000, help="jobs per W1/W2/W3/W6 run")
+    parser.add_argument("-n", "--n", type=int, default=10_000, help="jobs per W1/W2/W3/W6 run")
+    parser.add_argument(
+        "--slow-n",
+        type=int,
+        default=2000,
+        help="jobs per run of the slow peers (" + ", ".join(SLOW_PEERS) + "), at most --n",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="sample each measured window with pyinstrument: DIR/<library>-<workload>.top.txt "
+        "(the frames by own time) and .tree.txt (the call tree); the figures then carry "
+        "the profiler's cost",
+    )
     parser.add_argument("--reps", type=int, default=3, help="repetitions; the median is reported")
     parser.add_argument(
         "--fill",
@@ -211,8 +230,10 @@ async def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def medians(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    """The median of each numeric figure over repetitions; the first text figure (a plan) kept."""
+def medians(samples: list[dict[str, Any]], primary: str | None = None) -> dict[str, Any]:
+    """The median of each numeric figure over repetitions; the first text figure (a plan) kept;
+    the `primary` figure of each repetition, in repetition order, as `per_rep` (a failed
+    repetition as None), so a ratio can carry its spread."""
     failed = [s for s in samples if "error" in s or "unsupported" in s]
     if failed and len(failed) == len(samples):
         return failed[0]
@@ -221,6 +242,8 @@ def medians(samples: list[dict[str, Any]]) -> dict[str, Any]:
     for key in ok[0]:
         values = [s[key] for s in ok if key in s]
         out[key] = statistics.median(values) if isinstance(values[0], (int, float)) else values[0]
+    if primary is not None and primary in ok[0]:
+        out["per_rep"] = [None if s in failed else s.get(primary) for s in samples]
     return out
 
 
@@ -253,7 +276,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         return {
             "contender": name,
             "workloads": workloads,
-            "n": args.n,
+            "n": jobs_for(name, args),
+            "profile": str(args.profile) if args.profile is not None else "",
             "fill": args.fill,
             "w7_jobs": args.w7_jobs,
             "w8_runs": args.w8_runs,
@@ -287,7 +311,10 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             )
             record(name, await run_child(await spec(name, workloads)))
     results = {
-        name: {workload: medians(s) for workload, s in by_workload.items()}
+        name: {
+            workload: medians(s, report.PRIMARY.get(workload))
+            for workload, s in by_workload.items()
+        }
         for name, by_workload in samples.items()
     }
     return {
@@ -302,6 +329,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "skipped": skipped,
         "settings": {
             "n": args.n,
+            "slow_n": {name: jobs_for(name, args) for name in contenders if name in SLOW_PEERS},
             "reps": args.reps,
             "fill": args.fill,
             "w7_jobs": args.w7_jobs,
@@ -316,6 +344,17 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def jobs_for(name: str, args: argparse.Namespace) -> int:
+    """The jobs of one W1/W2/W3/W6 run of `name`: `--n`, or a slow peer's own `--slow-n`."""
+    return min(args.n, args.slow_n) if name in SLOW_PEERS else int(args.n)
+
+
+def print_profiles(directory: Path) -> None:
+    """Each profiled window's top frames, as `Meter` wrote them."""
+    for top in sorted(directory.glob("*.top.txt")):
+        print(f"\n## {top.name.removesuffix('.top.txt')}\n\n{top.read_text()}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     data = asyncio.run(bench(args))
@@ -325,4 +364,6 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "latest.json").write_text(json.dumps(data, indent=2) + "\n")
     (args.out / "latest.md").write_text(markdown)
     print(markdown)
+    if args.profile is not None:
+        print_profiles(args.profile)
     return 0

@@ -8,9 +8,11 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from bench.contender import Contender, Read, Unsupported
+from bench.cost import Window, meter
 from bench.probe import probe
 
 BULK = 500
@@ -73,35 +75,35 @@ async def _timed(body: Callable[[], Awaitable[None]]) -> float:
     return time.perf_counter() - started
 
 
+def rate(jobs: int, window: Window) -> Figures:
+    """Jobs per second over the window, and what each 1,000 of them cost."""
+    return {"jobs_per_s": jobs / window.seconds, **window.per_1k(jobs)}
+
+
 async def w1(c: Contender, plan: Plan) -> Figures:
     await c.reset()
-
-    async def one_by_one() -> None:
+    async with meter.window() as window:
         for i in range(plan.n):
             await c.enqueue(i, time.time())
-
-    return {"jobs_per_s": plan.n / await _timed(one_by_one)}
+    return rate(plan.n, window)
 
 
 async def w2(c: Contender, plan: Plan) -> Figures:
     await c.reset()
     items = _items(plan.n)
-
-    async def in_bulk() -> None:
+    async with meter.window() as window:
         for k in range(0, plan.n, BULK):
             await c.enqueue_bulk(items[k : k + BULK])
-
-    return {"jobs_per_s": plan.n / await _timed(in_bulk)}
+    return rate(plan.n, window)
 
 
 async def drain(
     c: Contender, n: int, concurrency: int, window_s: float = DRAIN_TIMEOUT_S
-) -> tuple[int, float]:
-    """Jobs run, and seconds from the worker's start until `n` have run and storage shows none
-    unfinished — or until `window_s` has passed, whichever is first."""
+) -> tuple[int, Window]:
+    """Jobs run, and the measured window from the worker's start until `n` have run and storage
+    shows none unfinished — or until `window_s` has passed, whichever is first."""
     probe.reset(n)
-    started = time.perf_counter()
-    async with c.worker(concurrency):
+    async with meter.window() as window, c.worker(concurrency):
         try:
             await asyncio.wait_for(probe.done.wait(), window_s)
             while await c.unfinished():  # noqa: ASYNC110 - storage is polled, it has no event
@@ -109,14 +111,15 @@ async def drain(
         except TimeoutError:
             if window_s == DRAIN_TIMEOUT_S:
                 raise
-        return probe.count, time.perf_counter() - started
+        await window.stop()
+    return probe.count, window
 
 
 async def w3(c: Contender, plan: Plan, concurrency: int) -> Figures:
     await c.reset()
     await preload(c, plan.n)
-    ran, elapsed = await drain(c, plan.n, concurrency)
-    return {"jobs_per_s": ran / elapsed}
+    ran, window = await drain(c, plan.n, concurrency)
+    return rate(ran, window)
 
 
 class _DroppedSpans:
@@ -156,11 +159,31 @@ async def w3_observed(c: Contender, plan: Plan, concurrency: int) -> Figures:
         raise Unsupported(exc.message) from exc
     try:
         await preload(c, plan.n)
-        ran, elapsed = await drain(c, plan.n, concurrency)
+        ran, window = await drain(c, plan.n, concurrency)
     finally:
         app.telemetry.disable()
         provider.shutdown()
-    return {"jobs_per_s": ran / elapsed}
+    return rate(ran, window)
+
+
+# W3c10rate's limit: far above any rate the bench reaches, so every run takes a permit and none waits
+RATE_LIMIT_PER_S = 1_000_000
+
+
+async def w3_rated(c: Contender, plan: Plan, concurrency: int) -> Figures:
+    """W3 with a fleet rate limit set far above the achieved rate: what taking a permit costs."""
+    import xjobs
+
+    await c.reset()
+    if not isinstance(getattr(c, "app", None), xjobs.App):
+        raise Unsupported("no xjobs rate limit to set")
+    c.global_rate = xjobs.Rate(limit=RATE_LIMIT_PER_S, per=timedelta(seconds=1))  # type: ignore[attr-defined]
+    try:
+        await preload(c, plan.n)
+        ran, window = await drain(c, plan.n, concurrency)
+    finally:
+        c.global_rate = None  # type: ignore[attr-defined]
+    return rate(ran, window)
 
 
 async def w4(c: Contender, plan: Plan) -> Figures:
@@ -168,13 +191,18 @@ async def w4(c: Contender, plan: Plan) -> Figures:
     probe.reset(LATENCY_JOBS)
     async with c.worker(10):
         await asyncio.sleep(LATENCY_SETTLE_S)
-        for i in range(LATENCY_JOBS):
-            await c.enqueue(i, time.time())
-            await asyncio.sleep(LATENCY_GAP_S)
-        await asyncio.wait_for(probe.done.wait(), 60)
+        async with meter.window() as window:
+            for i in range(LATENCY_JOBS):
+                await c.enqueue(i, time.time())
+                await asyncio.sleep(LATENCY_GAP_S)
+            await asyncio.wait_for(probe.done.wait(), 60)
     latencies = sorted(probe.latencies_ms)
     cuts = statistics.quantiles(latencies, n=100, method="inclusive")
-    return {"p50_ms": statistics.median(latencies), "p99_ms": cuts[98]}
+    return {
+        "p50_ms": statistics.median(latencies),
+        "p99_ms": cuts[98],
+        **window.per_1k(LATENCY_JOBS),
+    }
 
 
 async def w10(c: Contender, plan: Plan) -> Figures:
@@ -188,15 +216,16 @@ async def w10(c: Contender, plan: Plan) -> Figures:
     samples: list[float] = []
     async with c.worker(10):
         await asyncio.sleep(LATENCY_SETTLE_S)
-        for i in range(plan.w10_trips):
-            started = time.perf_counter()
-            answer = await c.round_trip(i, time.time(), W10_TIMEOUT_S)
-            samples.append((time.perf_counter() - started) * 1000.0)
-            if answer != i:
-                raise AssertionError(f"round trip {i} answered {answer!r}, not {i}")
-            await asyncio.sleep(LATENCY_GAP_S)
+        async with meter.window() as window:
+            for i in range(plan.w10_trips):
+                started = time.perf_counter()
+                answer = await c.round_trip(i, time.time(), W10_TIMEOUT_S)
+                samples.append((time.perf_counter() - started) * 1000.0)
+                if answer != i:
+                    raise AssertionError(f"round trip {i} answered {answer!r}, not {i}")
+                await asyncio.sleep(LATENCY_GAP_S)
     p50, p99 = percentiles(sorted(samples))
-    return {"p50_ms": p50, "p99_ms": p99, "trips": len(samples)}
+    return {"p50_ms": p50, "p99_ms": p99, "trips": len(samples), **window.per_1k(len(samples))}
 
 
 async def w6(c: Contender, plan: Plan, quiesce: Callable[[], Awaitable[None]]) -> Figures:
@@ -213,8 +242,8 @@ async def w6(c: Contender, plan: Plan, quiesce: Callable[[], Awaitable[None]]) -
     await quiesce()
     await preload(c, plan.n)
     plan_text = await c.explain_claim()
-    ran, elapsed = await drain(c, plan.n, 10, W6_WINDOW_S)
-    figures = {"jobs_per_s": ran / elapsed, "ran": ran, "fill_s": fill_s, "explain": plan_text}
+    ran, window = await drain(c, plan.n, 10, W6_WINDOW_S)
+    figures = {**rate(ran, window), "ran": ran, "fill_s": fill_s, "explain": plan_text}
     return figures if purged is None else {**figures, "purged": purged}
 
 
@@ -229,16 +258,16 @@ async def w9(c: Contender, plan: Plan, quiesce: Callable[[], Awaitable[None]]) -
     started = time.perf_counter()
     purge = asyncio.create_task(c.purge_finished())
     try:
-        ran, elapsed = await drain(c, plan.n, 10)
+        ran, window = await drain(c, plan.n, 10)
     finally:
         purged = await purge
     purge_s = time.perf_counter() - started
     return {
-        "jobs_per_s": ran / elapsed,
+        **rate(ran, window),
         "purged": purged,
         "purge_s": purge_s,
         "purge_rows_per_s": purged / purge_s,
-        "drain_s": elapsed,
+        "drain_s": window.seconds,
         "fill_s": fill_s,
     }
 

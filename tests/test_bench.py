@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from bench import report, run
 from xjobs.contract.introspection import COUNT_CAP
@@ -59,15 +60,32 @@ def test_a_small_run_on_the_memory_engine_writes_the_table_and_the_json(tmp_path
     assert data["machine"]["nproc"] >= 1
     assert data["versions"]["xjobs-memory"]
     took = data["took_s"]
-    assert set(took) == {"run", "W1", "W2", "W3c10", "W3c100", "W3c10obs", "W4", "W8", "W10", "WOP"}
+    assert set(took) == {
+        "run", "W1", "W2", "W3c10", "W3c100", "W3c10obs", "W3c10rate", "W4", "W8", "W10", "WOP",
+    }  # fmt: skip
     assert ours["W3c10obs"]["jobs_per_s"] > 0  # W3 with metrics and tracing on
+    assert ours["W3c10rate"]["jobs_per_s"] > 0  # W3 with a rate limit far above it
     assert "W3c10obs" not in ceiling
+    assert "W3c10rate" not in ceiling
     assert 0 < sum(v for k, v in took.items() if k != "run") < took["run"]
     markdown = (tmp_path / "latest.md").read_text()
     assert (
-        "| workload | backend | library | figure | ratio to xjobs | ratio to ceiling |" in markdown
+        "| workload | backend | library | figure | ratio to xjobs | ratio to ceiling "
+        "| CPU s per 1,000 jobs: process / server |" in markdown
     )
     assert "| W3 process, c=10 | memory | xjobs-memory |" in markdown
+    for workload in ("W1", "W2", "W3c10", "W3c100", "W4", "W10"):
+        assert ours[workload]["cpu_s_per_1k"] > 0  # the process's CPU over the window
+        assert "server_s_per_1k" not in ours[workload]  # the memory engine has no server
+    assert ours["W8"]["cpu_s_per_1k"] > 0
+    # two repetitions: each primary figure per repetition, and the ratio's spread beside it
+    assert len(ours["W3c10"]["per_rep"]) == 2
+    assert re.search(
+        r"^\| W3 process, c=10 \| memory \| ceiling-memory \| [\d,]+ jobs/s \| [\d.]+ "
+        r"\([\d.]+–[\d.]+\) \| 1\.00 \| [\d.]+ \|$",
+        markdown,
+        re.M,
+    )
     assert re.search(
         r"^\| W10 enqueue→result latency \| memory \| xjobs-memory \| [\d.]+ / [\d.]+ ms \| 1\.00 \|",
         markdown,
@@ -109,7 +127,7 @@ def test_a_workload_a_library_lacks_is_shown_as_none() -> None:
         "saq-pg": {"W2": {"unsupported": "no bulk enqueue"}},
     }
     rows = report.table(results)
-    assert "| W2 bulk enqueue (500) | postgres | saq-pg | none |  |  |" in rows
+    assert "| W2 bulk enqueue (500) | postgres | saq-pg | none |  |  |  |" in rows
 
 
 def _operator(**p50_ms: tuple[float, float]) -> dict[str, float]:
@@ -166,8 +184,8 @@ def test_the_result_target_is_a_p50_under_50_ms_on_postgres_and_redis() -> None:
     assert (postgres["measured"], postgres["met"]) == ("61.0 / 90.0 ms", False)
     assert (redis["measured"], redis["met"]) == ("1.6 / 80.0 ms", True)
     rows = report.table(results)
-    assert "| W10 enqueue→result latency | redis | arq | 504.0 / 510.0 ms | 315.00 |  |" in rows
-    assert "| W10 enqueue→result latency | postgres | procrastinate | none |  |  |" in rows
+    assert "| W10 enqueue→result latency | redis | arq | 504.0 / 510.0 ms | 315.00 |  |  |" in rows
+    assert "| W10 enqueue→result latency | postgres | procrastinate | none |  |  |  |" in rows
 
 
 def test_w10_runs_on_every_contender_but_the_ceilings() -> None:
@@ -175,3 +193,64 @@ def test_w10_runs_on_every_contender_but_the_ceilings() -> None:
     assert "W10" in run.applicable("arq", ["W10"])
     assert "W10" not in run.applicable("ceiling-redis", ["W10"])
     assert run.parse(["--workloads", "W10", "--w10-trips", "7"]).w10_trips == 7
+
+
+def test_a_ratio_carries_its_spread_over_the_repetitions_and_a_row_its_cost() -> None:
+    results = {
+        "xjobs-pg": {
+            "W3c10": {
+                "jobs_per_s": 2000.0,
+                "per_rep": [2000.0, 1800.0, 2200.0],
+                "cpu_s_per_1k": 0.21,
+                "server_s_per_1k": 0.456,
+            }
+        },
+        "pgqueuer": {
+            "W3c10": {"jobs_per_s": 1000.0, "per_rep": [1000.0, 1080.0, None]},
+        },
+    }
+    rows = report.table(results)
+    assert (
+        "| W3 process, c=10 | postgres | xjobs-pg | 2,000 jobs/s | 1.00 |  | 0.210 / 0.456 |"
+        in (rows)
+    )
+    # per repetition: 1000/2000 and 1080/1800; the third failed for pgqueuer
+    assert "| W3 process, c=10 | postgres | pgqueuer | 1,000 jobs/s | 0.50 (0.50–0.60) |  |  |" in (
+        rows
+    )
+
+
+def test_the_median_keeps_each_repetitions_primary_figure_in_order() -> None:
+    samples: list[dict[str, Any]] = [{"jobs_per_s": 3.0}, {"error": "boom"}, {"jobs_per_s": 1.0}]
+    merged = run.medians(samples, "jobs_per_s")
+    assert (merged["jobs_per_s"], merged["reps"], merged["per_rep"]) == (2.0, 2, [3.0, None, 1.0])
+
+
+def test_the_slow_peers_run_on_a_smaller_n_of_their_own() -> None:
+    args = run.parse([])
+    assert (args.n, args.slow_n, args.profile) == (10_000, 2000, None)
+    assert run.jobs_for("procrastinate", args) == 2000
+    assert run.jobs_for("xjobs-pg", args) == 10_000
+    assert run.jobs_for("pgqueuer", args) == 10_000
+    assert run.jobs_for("arq", run.parse(["-n", "500"])) == 500  # never more than --n
+
+
+def test_a_profiled_window_writes_its_top_frames(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench", "--backends", "memory"),
+            *("--libraries", "xjobs-memory", "--workloads", "W3", "-n", "300", "--reps", "1"),
+            *("--out", str(tmp_path / "out"), "--profile", str(tmp_path / "profiles")),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    top = (tmp_path / "profiles" / "xjobs-memory-W3c10.top.txt").read_text()
+    assert top.splitlines()[0].split() == ["share", "seconds", "frame"]
+    assert len(top.splitlines()) > 3  # the window, then the frames it sampled
+    assert (tmp_path / "profiles" / "xjobs-memory-W3c100.tree.txt").stat().st_size > 0
+    assert "## xjobs-memory-W3c10" in done.stdout

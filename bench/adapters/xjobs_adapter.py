@@ -185,6 +185,7 @@ class XJobs(Contender):
     def __init__(self) -> None:
         self.app: xjobs.App | None = None
         self.serving = QUEUE  # the queue the worker serves: W8 switches it to the step runs'
+        self.global_rate: xjobs.Rate | None = None  # W3c10rate: the worker's fleet rate limit
         self.url = ""
         self.alone: xjobs.App | None = None  # WOP: the store of the operator's own rows alone
         self.deep_cursor = ""  # WOP: where the deep page of the bench's store starts
@@ -229,7 +230,9 @@ class XJobs(Contender):
 
     @contextlib.asynccontextmanager
     async def worker(self, concurrency: int) -> AsyncIterator[None]:
-        worker = self._app().worker(queues=[self.serving], concurrency=concurrency)
+        worker = self._app().worker(
+            queues=[self.serving], concurrency=concurrency, global_rate=self.global_rate
+        )
         await worker.start()
         try:
             yield
@@ -255,14 +258,15 @@ class XJobs(Contender):
         await app.enqueue_many(three_steps, [Numbered(i=i, sent_at=0.0) for i in range(runs)])
         self.serving = STEP_RUNS_QUEUE
         try:
-            _, elapsed = await drain(self, runs, 10)
+            _, window = await drain(self, runs, 10)
         finally:
             self.serving = QUEUE
             app.backend.steps = counting.inner
         return {
-            "runs_per_s": runs / elapsed,
+            "runs_per_s": runs / window.seconds,
             "step_writes_per_run": counting.calls["put"] / runs,
             "step_reads_per_run": counting.calls["list"] / runs,
+            **window.per_1k(runs),
         }
 
     async def unfinished(self) -> int:
