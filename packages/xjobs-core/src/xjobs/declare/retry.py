@@ -52,3 +52,12 @@ def is_terminal_error(error: BaseException) -> bool:
     if isinstance(error, Terminal | InputInvalidError):
         return True
     return getattr(error, "terminal", False) is True
+
+
+def requested_delay_ms(error: BaseException) -> int:
+    """The wait an error asks for before the next attempt (`retry_after_ms` on it, a webhook
+    receiver's `Retry-After`): the retry waits at least this long. 0 when it asks for none."""
+    asked = getattr(error, "retry_after_ms", None)
+    if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0:
+        return asked
+    return 0

@@ -1,0 +1,42 @@
+"""The webhook factory's refusals: one class each; their codes stay declared in `xjobs.errors`."""
+
+from __future__ import annotations
+
+from xjobs import errors
+from xjobs.errors import Terminal, XJobsError
+
+
+class TenantMismatchError(Terminal):
+    """A run of an org-scoped job whose input names no org, or another org than the run's (or the
+    endpoint's): terminal, nothing is sent."""
+
+    code = errors.JOB_TENANT_MISMATCH
+
+
+class WebhookEndpointUnknownError(Terminal):
+    """The event names an endpoint id the factory's `endpoints` does not know."""
+
+    code = errors.WEBHOOK_ENDPOINT_UNKNOWN
+
+
+class WebhookEndpointDisabledError(Terminal):
+    """The endpoint is disabled (its run of failures reached `disable_after`): it is never dialled."""
+
+    code = errors.WEBHOOK_ENDPOINT_DISABLED
+
+
+class WebhookRejectedError(Terminal):
+    """The receiver answered a 4xx other than 408 and 429, or a redirect (refused, never followed)."""
+
+    code = errors.WEBHOOK_REJECTED
+
+
+class WebhookFailedError(XJobsError):
+    """A retryable failure: a 5xx, 408 or 429, a timeout, or no connection. `retry_after_ms` is
+    the receiver's `Retry-After`, which the retry waits at least (`None`: the backoff curve)."""
+
+    code = errors.WEBHOOK_FAILED
+
+    def __init__(self, message: str, *, retry_after_ms: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_ms = retry_after_ms
