@@ -6,8 +6,9 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from xjobs.contract.introspection import COUNT_CAP
+from xjobs.contract.introspection import COUNT_CAP, HOUR_MS
 from xjobs_cli import queues_cli
+from xjobs_cli.counter_sums import Window
 
 if TYPE_CHECKING:
     from conftest import Ops
@@ -35,6 +36,7 @@ def test_queues_list_counts_each_state_with_the_oldest_ready_age(ops: Ops) -> No
         "failed": 0,
     }
     assert billing["queue"] == "billing"
+    assert billing["deferred_last_hour"] == 0
     assert billing["paused"] is False
     assert billing["oldest_ready_age_s"] >= 0.05
     assert billing["oldest_ready_ms"] <= doc["now_ms"] - 50
@@ -48,11 +50,26 @@ def test_queues_list_as_a_table(memory_ops: Ops) -> None:
     out = memory_ops.cli("queues list", json=False).out.splitlines()
 
     assert out[0].split() == [
-        "QUEUE", "READY", "SCHEDULED", "RUNNING", "WAITING", "DEAD", "FAILED", "OLDEST", "READY", "PAUSED",
+        "QUEUE", "READY", "SCHEDULED", "RUNNING", "WAITING", "DEAD", "FAILED", "OLDEST", "READY",
+        "DEFERRED", "1H", "PAUSED",
     ]  # fmt: skip
     assert out[1].split()[:3] == ["billing", "1", "0"]
     assert out[2].split()[0] == "default"
     assert out[2].endswith("paused")
+
+
+def test_deferrals_are_summed_per_queue_through_the_apps_job_names() -> None:
+    win = Window(start_ms=0, until_ms=HOUR_MS)
+    win.counts = {
+        ("charge", "deferred"): 3,
+        ("receipt", "deferred"): 2,
+        ("refund", "deferred"): 4,
+        ("charge", "completed"): 7,
+        ("gone", "deferred"): 5,
+    }
+    queue_of = {"charge": "billing", "refund": "billing", "receipt": "default"}
+
+    assert queues_cli._deferred(win, queue_of) == {"billing": 7, "default": 2}
 
 
 def test_a_count_at_the_cap_reads_at_least() -> None:

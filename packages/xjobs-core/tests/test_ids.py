@@ -21,6 +21,12 @@ def test_job_ids_sort_by_creation_time() -> None:
     assert earlier < new_id()
 
 
+def test_ids_of_one_process_strictly_increase_within_a_millisecond() -> None:
+    made = [new_id() for _ in range(5_000)]
+    assert made == sorted(made)
+    assert len(set(made)) == len(made)
+
+
 def test_a_job_id_carries_the_epoch_milliseconds() -> None:
     before = time.time_ns() // 1_000_000
     stamped = uuid.UUID(new_id()).int >> 80

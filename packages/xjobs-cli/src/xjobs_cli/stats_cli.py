@@ -17,8 +17,9 @@ from xjobs_cli.table import render
 from xjobs_cli.target import Subparsers, Target, add_operator_parser, opened, resolve
 from xjobs_cli.timefmt import iso, span
 
-OUTCOMES = ("completed", "retried", "dead-lettered", "dropped", "refused", "cancelled")
-# An attempt that failed; with `completed` they are the attempts that ended. A cancel is neither.
+OUTCOMES = ("completed", "retried", "dead-lettered", "dropped", "refused", "cancelled", "deferred")
+# An attempt that failed; with `completed` they are the attempts that ended. A cancel is neither,
+# nor is a run deferred over its rate (it never started).
 FAILED = ("retried", "dead-lettered", "dropped", "refused")
 UNDECLARED = "(undeclared)"
 

@@ -1,53 +1,200 @@
-"""May a claimed job start: the fleet slot its `concurrency` asks for — taken, shed, or refused."""
+"""May a claimed job start: its rate permits and the fleet slot its `concurrency` asks for — taken, deferred, shed, or refused."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from xjobs.clock import Clock
+from xjobs.contract.rates import RateBucket, RateStore
 from xjobs.contract.stores import SlotHolder, SlotStore
 from xjobs.declare.job import JobHandle
-from xjobs.errors import ConcurrencyUnenforceableError, XJobsError
+from xjobs.declare.rate import ResolvedRate, global_scope, job_scope, queue_scope
+from xjobs.errors import ConcurrencyUnenforceableError, RateUnenforceableError, XJobsError
+from xjobs.run.rate_batch import GrantBatch
 from xjobs.run.record import RunRecord
+
+# The local mirror forgets the buckets whose TAT has passed once it holds this many keys.
+LOCAL_PRUNE_AT = 4096
 
 
 @dataclass(frozen=True, slots=True)
 class Admission:
-    """The verdict for one claimed job: `start` (with the slot key held, if any), `shed`, or `refuse`."""
+    """The verdict for one claimed job: `start` (with the slot key and rate buckets held), `deferred`
+    (over a rate: due in `wait_ms`), `shed`, `refuse`, or `undecidable` (a key could not be derived)."""
 
-    verdict: Literal["start", "shed", "refuse", "undecidable"]
+    verdict: Literal["start", "shed", "refuse", "undecidable", "deferred"]
     slot_key: str | None = None
     reason: str | None = None
     error: XJobsError | None = None
+    buckets: tuple[RateBucket, ...] = ()
+    wait_ms: int = 0
 
 
-def assert_enforceable(handles: list[JobHandle[Any]], slots: SlotStore | None) -> None:
-    """A declared `concurrency` needs a fleet slot store; without one the worker refuses to start."""
-    if slots is not None:
-        return
+class LocalRates:
+    """This process's own grants per bucket, as a TAT of its own on its own clock.
+
+    The fleet's TAT of a bucket is never earlier than the one this process's grants alone make,
+    so when they alone use the bucket up the run is deferred with no round trip to the store.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._tat: dict[str, float] = {}
+        self._line: dict[str, float] = {}
+
+    def wait_ms(self, buckets: Sequence[RateBucket]) -> int:
+        """How long this process's own grants alone hold the buckets full (0: ask the store); runs
+        refused here one after another are lined up an interval apart, as the store lines them."""
+        now = self._clock.now_ms()
+        free = {b.key: self._tat.get(b.key, now) - (b.burst - 1) * b.interval_ms for b in buckets}
+        full = [b for b in buckets if free[b.key] > now]
+        if not full:
+            return 0
+        due = max(max(free[b.key], self._line.get(b.key, 0.0)) for b in full)
+        for b in full:
+            self._line[b.key] = max(self._line.get(b.key, 0.0), due + b.interval_ms)
+        return max(math.ceil(due - now), 1)
+
+    def took(self, buckets: Sequence[RateBucket]) -> None:
+        """The store granted a permit of each bucket to this process."""
+        now = self._clock.now_ms()
+        if len(self._tat) >= LOCAL_PRUNE_AT:
+            self._tat = {k: t for k, t in self._tat.items() if t > now}
+            self._line = {k: t for k, t in self._line.items() if t > now}
+        for b in buckets:
+            self._tat[b.key] = max(self._tat.get(b.key, now), now) + b.interval_ms
+
+    def gave_back(self, buckets: Sequence[RateBucket]) -> None:
+        """A grant of this process was abandoned: its permits are free again."""
+        for b in buckets:
+            if b.key in self._tat:
+                self._tat[b.key] -= b.interval_ms
+
+
+@dataclass(slots=True)
+class RateGate:
+    """The rates a worker enforces: each job's own, plus the worker's per queue and global ones."""
+
+    store: RateStore | None
+    local: LocalRates
+    queues: Mapping[str, tuple[ResolvedRate, ...]] = field(default_factory=dict)
+    shared: tuple[ResolvedRate, ...] = ()
+    batch: GrantBatch | None = field(default=None, init=False, repr=False)
+    # per job name, the buckets of a job whose every rate is unkeyed: the same for each of its runs
+    unkeyed: dict[str, tuple[RateBucket, ...]] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.batch = None if self.store is None else GrantBatch(self.store)
+
+    def buckets(self, handle: JobHandle[Any], value: Any) -> tuple[RateBucket, ...]:
+        """Every bucket a run of `handle` with input `value` takes a permit of (a key may be underivable)."""
+        name = handle.name
+        known = self.unkeyed.get(name)
+        if known is not None:
+            return known
+        queued = self.queues.get(handle.queue, ())
+        found = [r.bucket(job_scope(name, i), value, job=name) for i, r in enumerate(handle.rates)]
+        found.extend(
+            r.bucket(queue_scope(handle.queue, i), value, job=name) for i, r in enumerate(queued)
+        )
+        found.extend(r.bucket(global_scope(i), value, job=name) for i, r in enumerate(self.shared))
+        buckets = tuple(found)
+        if all(r.key is None for r in (*handle.rates, *queued, *self.shared)):
+            self.unkeyed[name] = buckets
+        return buckets
+
+    async def take(self, buckets: tuple[RateBucket, ...]) -> int:
+        """Take a permit of every bucket: 0 when taken, else ms until they are free. The takes of
+        one event-loop turn reach the store together, as one call (`GrantBatch`)."""
+        if not buckets or self.batch is None:
+            return 0
+        wait = self.local.wait_ms(buckets)
+        if wait:
+            return wait
+        verdict = await self.batch.acquire(buckets)
+        if not verdict.granted:
+            return max(verdict.wait_ms, 1)
+        self.local.took(buckets)
+        return 0
+
+    async def abandon(self, buckets: tuple[RateBucket, ...]) -> None:
+        """Hand back the permits taken for a run that never started."""
+        if buckets and self.store is not None:
+            self.local.gave_back(buckets)
+            await self.store.abandon(buckets)
+
+
+def assert_enforceable(
+    handles: list[JobHandle[Any]], slots: SlotStore | None, gate: RateGate | None = None
+) -> None:
+    """A declared `concurrency` needs a fleet slot store, a declared rate a rate store; without one
+    the worker refuses to start."""
     declared = sorted(h.name for h in handles if h.concurrency is not None)
-    if declared:
+    if declared and slots is None:
         raise ConcurrencyUnenforceableError(
             f"jobs {declared} declare concurrency, but this backend has no slot store to enforce it"
         )
+    if gate is None or gate.store is not None:
+        return
+    rated = sorted(h.name for h in handles if h.rates)
+    if rated or gate.queues or gate.shared:
+        raise RateUnenforceableError(
+            f"rate limits are declared (jobs {rated}, or the worker's), but this backend has no rate store"
+        )
 
 
-async def admit(run: RunRecord, slots: SlotStore | None, ttl_ms: int) -> Admission:
-    """Take the run's fleet slot; a busy key sheds (`wait`) or, on evidence of another holder, refuses (`fail`)."""
+async def admit(
+    run: RunRecord, slots: SlotStore | None, ttl_ms: int, gate: RateGate | None = None
+) -> Admission:
+    """Take the run's rate permits, then its fleet slot; over a rate defers, a busy key sheds
+    (`wait`) or, on evidence of another holder, refuses (`fail`). Permits taken for a run that then
+    does not start are abandoned here."""
     handle, job = run.handle, run.job
     assert handle is not None
-    concurrency = handle.concurrency
-    if concurrency is None or slots is None or run.refusal is not None:
+    if run.refusal is not None:
         return Admission("start")
+    concurrency = handle.concurrency if slots is not None else None
     try:
-        key = concurrency.lease_key(handle.name, run.value)
+        buckets = gate.buckets(handle, run.value) if gate is not None else ()
+        key = None if concurrency is None else concurrency.lease_key(handle.name, run.value)
     except XJobsError as exc:  # the attempt fails with this error; the round goes on
         return Admission("undecidable", error=exc)
-    holder = SlotHolder(job.id, job.claims)
-    if await slots.acquire(key, holder, concurrency.limit, ttl_ms):
+    if gate is not None and buckets:
+        wait = await gate.take(buckets)
+        if wait:
+            return Admission("deferred", reason="over its rate", wait_ms=wait)
+    if key is None or concurrency is None or slots is None:
+        return Admission("start", buckets=buckets)
+    try:
+        admission = await _slot(
+            slots,
+            key,
+            SlotHolder(job.id, job.claims),
+            concurrency.limit,
+            ttl_ms,
+            concurrency.when_busy,
+        )
+    except Exception:
+        if gate is not None:
+            await gate.abandon(buckets)
+        raise
+    if admission.verdict != "start" and gate is not None:
+        await gate.abandon(buckets)
+        return admission
+    return Admission("start", slot_key=key, buckets=buckets)
+
+
+async def _slot(
+    slots: SlotStore, key: str, holder: SlotHolder, limit: int, ttl_ms: int, when_busy: str | None
+) -> Admission:
+    """Take a slot of `key`; busy, it sheds or (`fail`, with another holder in evidence) refuses."""
+    if await slots.acquire(key, holder, limit, ttl_ms):
         return Admission("start", slot_key=key)
-    if concurrency.when_busy == "fail":
-        others = [h for h in await slots.holders(key) if h.job_id != job.id]
+    if when_busy == "fail":
+        others = [h for h in await slots.holders(key) if h.job_id != holder.job_id]
         if others:
             return Admission(
                 "refuse", reason=f"concurrency key {key!r} is held by job {others[0].job_id}"
