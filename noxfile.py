@@ -22,6 +22,7 @@ nox.options.sessions = [
     "tests-311",
     "parity",
     "parity-pgbouncer",
+    "parity-redis-cluster",
     "faults",
 ]
 nox.options.reuse_venv = "yes"
@@ -153,27 +154,21 @@ def parity(session: nox.Session, driver: str) -> None:
         "import sys, xjobs.contract.plugins as p; names = [b.factory.name for b in p.installed_backends()]; "
         f"sys.exit(0 if {driver!r} in names else 'driver {driver} was not found through its entry point: ' + str(names))",
     )
-    env = {"XJOBS_REQUIRE_SERVERS": os.environ.get("XJOBS_REQUIRE_SERVERS", "")}
-    # Run outside the repository, as a third party would: no project pytest config, no conftest,
-    # only what the installed distributions ship.
+    _parity_suite(session, driver)
+
+
+def _parity_suite(session: nox.Session, driver: str, **env: str) -> None:
+    """Run the parity suite against `driver` outside the repository, as a third party would: no
+    project pytest config, no conftest, only what the installed distributions ship."""
+    env["XJOBS_REQUIRE_SERVERS"] = os.environ.get("XJOBS_REQUIRE_SERVERS", "")
     tmp = Path(session.create_tmp()).resolve()
     ini = tmp / "pytest.ini"
     ini.write_text("[pytest]\n")
     session.chdir(tmp)
     session.run(
-        "python",
-        "-m",
-        "pytest",
-        "-c",
-        str(ini),
-        "-p",
-        "no:cacheprovider",
-        "--pyargs",
-        "xjobs.testing.parity",
-        f"--xjobs-backend={driver}",
-        *session.posargs,
-        env=env,
-    )
+        "python", "-m", "pytest", "-c", str(ini), "-p", "no:cacheprovider",
+        "--pyargs", "xjobs.testing.parity", f"--xjobs-backend={driver}", *session.posargs, env=env,
+    )  # fmt: skip
 
 
 # The peers of the benchmark, pinned; oban (the Python edition) needs Python 3.12, and arq caps
@@ -234,18 +229,27 @@ def parity_pgbouncer(session: nox.Session) -> None:
     """The Postgres parity suite and the Postgres restart faults through a real pgbouncer in
     transaction mode (`XJOBS_TEST_POSTGRES_POOLER=pgbouncer`: every test URL crosses it)."""
     _sync(session, "--all-packages", "--group", "dev")
+    _parity_suite(session, "postgres", XJOBS_TEST_POSTGRES_POOLER="pgbouncer")
+    session.chdir(ROOT)
+    restarts = ("tests/faults/test_pg_restart.py", "tests/faults/test_restart.py")
     env = {
         "XJOBS_TEST_POSTGRES_POOLER": "pgbouncer",
         "XJOBS_REQUIRE_SERVERS": os.environ.get("XJOBS_REQUIRE_SERVERS", ""),
     }
-    tmp = Path(session.create_tmp()).resolve()
-    ini = tmp / "pytest.ini"
-    ini.write_text("[pytest]\n")
-    session.chdir(tmp)  # the parity suite as a third party runs it: no project config
-    session.run(
-        "python", "-m", "pytest", "-c", str(ini), "-p", "no:cacheprovider",
-        "--pyargs", "xjobs.testing.parity", "--xjobs-backend=postgres", *session.posargs, env=env,
-    )  # fmt: skip
-    session.chdir(ROOT)
-    restarts = ("tests/faults/test_pg_restart.py", "tests/faults/test_restart.py")
     session.run("python", "-m", "pytest", *restarts, "-k", "not redis", *session.posargs, env=env)
+
+
+@nox.session(name="parity-redis-cluster")
+def parity_redis_cluster(session: nox.Session) -> None:
+    """The Redis parity suite, then the many-hosts test (4 workers, 2 schedulers), on a real
+    3-master Redis Cluster on loopback (`XJOBS_TEST_REDIS_CLUSTER=1`: the fixture starts it, and
+    every Redis test URL is `redis+cluster://`)."""
+    _sync(session, "--all-packages", "--group", "dev")
+    _parity_suite(session, "redis", XJOBS_TEST_REDIS_CLUSTER="1")
+    session.chdir(ROOT)
+    env = {
+        "XJOBS_TEST_REDIS_CLUSTER": "1",
+        "XJOBS_REQUIRE_SERVERS": os.environ.get("XJOBS_REQUIRE_SERVERS", ""),
+    }
+    many = "tests/e2e/test_many_hosts.py"
+    session.run("python", "-m", "pytest", many, "-k", "redis", *session.posargs, env=env)

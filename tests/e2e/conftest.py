@@ -12,11 +12,11 @@ from contextlib import asynccontextmanager
 import asyncpg
 import pytest
 import pytest_asyncio
-from redis.asyncio import Redis
 
 from xjobs_pg.backend import asyncpg_dsn
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable
+from xjobs_redis.client import connect
 from xjobs_redis.servers import ServerUnavailable as RedisUnavailable
 from xjobs_redis.servers import redis_url
 from xjobs_redis.testing import drop_prefix
@@ -39,7 +39,7 @@ async def fresh_backend_url(engine: str) -> AsyncIterator[str]:
             unavailable(f"no Redis server for the e2e test: {exc}")
         prefix = f"xjobs_t_{secrets.token_hex(6)}"
         yield with_option(server, f"xjobs_prefix={prefix}")
-        client = Redis.from_url(server, decode_responses=True)
+        client = connect(server, decode_responses=True)  # a Cluster's client for its URL
         try:
             used = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
             assert used, f"the app kept no key under the URL's xjobs_prefix={prefix}"

@@ -1,5 +1,6 @@
-"""End to end on one Postgres: four `xjobs worker` processes and two `xjobs scheduler` processes, as
-four hosts would run them.
+"""End to end on one Postgres, then on one Redis (a 3-master Redis Cluster under
+`XJOBS_TEST_REDIS_CLUSTER=1`, as `nox -s parity-redis-cluster` runs it): four `xjobs worker`
+processes and two `xjobs scheduler` processes, as four hosts would run them.
 
 10,000 jobs are enqueued while the fleet runs; each must run exactly once — a re-run is counted,
 and it is explained only by a second claim of its job (a lease that lapsed), never by one claim
@@ -22,12 +23,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncpg
 import pytest
 
 import xjobs
-from xjobs_pg.backend import asyncpg_dsn
-from xjobs_pg.schema import quote_schema
+from xjobs.contract.driver import JobRecord
+from xjobs.contract.introspection import JobFilter
 
 HERE = Path(__file__).parent
 JOBS = 10_000
@@ -40,7 +40,7 @@ POLL_S = 0.1
 ARMED = re.compile(r"jobs\.scheduler\.armed task=(\S+) watermark_ms=(\d+)")
 FIRED = re.compile(r"jobs\.scheduler\.fired task=(\S+) occurrence_ms=(\d+)")
 STARTED = re.compile(r"jobs\.(worker|scheduler)\.started")
-JOB_ROWS = "select id::text as id, name, state, attempt, claims, idempotency_key from {schema}.jobs"
+PAGE = 500
 
 
 @dataclass
@@ -141,7 +141,7 @@ def on_path() -> Iterator[None]:
 
 @pytest.mark.asyncio
 async def test_four_workers_and_two_schedulers_run_each_job_once_and_fire_each_occurrence_once(
-    pg_url: str, tmp_path: Path, on_path: None
+    durable_url: str, tmp_path: Path, on_path: None
 ) -> None:
     import many_hosts_app as fleet_app
 
@@ -149,13 +149,13 @@ async def test_four_workers_and_two_schedulers_run_each_job_once_and_fire_each_o
     run_file = tmp_path / "runs.txt"
     env = {
         **os.environ,
-        "XJOBS_E2E_URL": pg_url,
+        "XJOBS_E2E_URL": durable_url,
         "XJOBS_E2E_RUNS": str(run_file),
         "XJOBS_E2E_CLOCK_OFFSET_MS": str(offset_ms),
         "PYTHONUNBUFFERED": "1",
     }
     # the schema is installed first, as a deploy migrates before it rolls out the fleet
-    async with xjobs.App(pg_url, jobs=[fleet_app.count_item]):
+    async with xjobs.App(durable_url, jobs=[fleet_app.count_item]):
         pass
     fleet = [
         start("scheduler", "many_hosts_app:cron_app", n, env, tmp_path) for n in range(SCHEDULERS)
@@ -167,7 +167,7 @@ async def test_four_workers_and_two_schedulers_run_each_job_once_and_fire_each_o
         await wait_for(
             lambda: all(STARTED.search(r.text()) for r in fleet), what="the fleet", fleet=fleet
         )
-        async with xjobs.App(pg_url, jobs=[fleet_app.count_item]) as app:
+        async with xjobs.App(durable_url, jobs=[fleet_app.count_item]) as app:
             enqueued: list[str] = []
             for first in range(0, JOBS, BATCH):
                 items = [fleet_app.Item(n=n) for n in range(first, first + BATCH)]
@@ -184,21 +184,21 @@ async def test_four_workers_and_two_schedulers_run_each_job_once_and_fire_each_o
     logs = {role.name: role.text()[-3000:] for role in fleet}
     assert codes == [0] * len(fleet), logs
 
-    rows = await job_rows(pg_url)
+    rows = await job_rows(durable_url)
     ran = runs(run_file)
     per_job = Counter(job for job, _, _ in ran)
-    item_rows = {row["id"]: row for row in rows if row["name"] == fleet_app.count_item.name}
-    tick_rows = [row for row in rows if row["name"] == fleet_app.count_tick.name]
+    item_rows = {row.id: row for row in rows if row.name == fleet_app.count_item.name}
+    tick_rows = [row for row in rows if row.name == fleet_app.count_tick.name]
 
     # every job: one row, completed, run; a re-run is explained only by a claim of its own
     assert sorted(item_rows) == sorted(enqueued)
-    assert {row["state"] for row in rows} == {"completed"}
-    assert set(per_job) == set(item_rows) | {row["id"] for row in tick_rows}
+    assert {row.state for row in rows} == {"completed"}
+    assert set(per_job) == set(item_rows) | {row.id for row in tick_rows}
     reruns = {job: n - 1 for job, n in per_job.items() if n > 1}
     unexplained = {
-        job: (per_job[job], row["claims"])
-        for job, row in (*item_rows.items(), *((r["id"], r) for r in tick_rows))
-        if per_job[job] > row["claims"]
+        job: (per_job[job], row.claims)
+        for job, row in (*item_rows.items(), *((r.id, r) for r in tick_rows))
+        if per_job[job] > row.claims
     }
     print(
         f"\n{len(ran)} runs of {len(per_job)} jobs on {len({pid for _, _, pid in ran})} worker "
@@ -217,16 +217,24 @@ async def test_four_workers_and_two_schedulers_run_each_job_once_and_fire_each_o
     assert set(fired.values()) == {1}, f"an occurrence was fired twice: {fired}"
     assert {(t, m) for t, minutes in expected.items() for m in minutes} <= set(fired)
     assert set(fired) <= {(t, m) for t, minutes in possible.items() for m in minutes}
-    assert Counter(occurrence(row["idempotency_key"]) for row in tick_rows) == fired
+    assert Counter(occurrence(row.idempotency_key) for row in tick_rows) == fired
     assert minute_ms in {m for _, m in fired}, "the shifted minute did not fire"
 
 
-async def job_rows(url: str) -> list[asyncpg.Record]:
-    """Every job row of the URL's schema, read straight from the table."""
-    dsn, options = asyncpg_dsn(url)
-    schema = quote_schema(options["schema"])
-    conn = await asyncpg.connect(dsn, statement_cache_size=0)
-    try:
-        return list(await conn.fetch(JOB_ROWS.format(schema=schema)))
-    finally:
-        await conn.close()
+async def job_rows(url: str) -> list[JobRecord]:
+    """Every job of the fleet's two queues, read through the operator surface a page at a time."""
+    import many_hosts_app as fleet_app
+
+    found: list[JobRecord] = []
+    async with xjobs.App(url, jobs=[fleet_app.count_item]) as app:
+        for queue in (fleet_app.QUEUE, fleet_app.CRON_QUEUE):
+            cursor: str | None = None
+            while True:
+                page = await app.operator.list_jobs(
+                    JobFilter(queue=queue), limit=PAGE, after=cursor
+                )
+                found += [await app.get_job(summary.id) for summary in page.jobs]
+                if page.cursor is None:
+                    break
+                cursor = page.cursor
+    return found

@@ -52,14 +52,17 @@ async def test_a_worker_on_a_redis_that_may_lose_or_evict_jobs_says_so_when_it_s
 
 async def fill(client: Redis, headroom: int) -> int:
     """Cap the server's memory just above what it uses, then write junk (outside every xjobs
-    prefix) until it refuses; answers how many junk keys landed."""
+    prefix) until it refuses; answers how many junk keys landed. The values shrink at each
+    refusal (a refused write's own argument counts until it is freed), so at the end even a
+    64-byte write is refused: the server is full without anyone's request in flight."""
     used = int((await client.info("memory"))["used_memory"])
     await client.config_set("maxmemory", used + headroom)
     written = 0
-    with contextlib.suppress(OutOfMemoryError):
-        while True:
-            await client.set(f"{JUNK}:{written}", "x" * 16_384)
-            written += 1
+    for size in (16_384, 1_024, 64):
+        with contextlib.suppress(OutOfMemoryError):
+            while True:
+                await client.set(f"{JUNK}:{written}", "x" * size)
+                written += 1
     return written
 
 

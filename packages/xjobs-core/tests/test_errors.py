@@ -65,6 +65,8 @@ STABLE_CODES = {
     "StepTimeoutError": "XJOBS_STEP_TIMEOUT",
     "EventInvalidError": "XJOBS_EVENT_INVALID",
     "ExtraMissingError": "XJOBS_EXTRA_MISSING",
+    "RateLimitedError": "XJOBS_RATE_LIMITED",
+    "RateUnenforceableError": "XJOBS_RATE_UNENFORCEABLE",
 }
 
 

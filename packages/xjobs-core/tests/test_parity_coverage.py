@@ -28,6 +28,7 @@ from xjobs.contract.stores import (
     StepStore,
     WorkerRegistry,
 )
+from xjobs.contract.webhooks import WebhookLedger
 
 PROTOCOLS: dict[str, type] = {
     "JobDriver": JobDriver,
@@ -41,6 +42,7 @@ PROTOCOLS: dict[str, type] = {
     "OutboxStore": OutboxStore,
     "JobIntrospection": JobIntrospection,
     "RetentionStore": RetentionStore,
+    "WebhookLedger": WebhookLedger,
 }
 
 # Each protocol's memory implementation, by "module:class".
@@ -56,6 +58,7 @@ MEMORY = {
     "OutboxStore": "xjobs.memory.outbox:MemoryOutboxStore",
     "JobIntrospection": "xjobs.memory.introspection:MemoryIntrospection",
     "RetentionStore": "xjobs.memory.retention:MemoryRetention",
+    "WebhookLedger": "xjobs.memory.webhooks:MemoryWebhookLedger",
 }
 
 RECORDER = textwrap.dedent(

@@ -82,6 +82,9 @@ class Batches:
         {"batch": 0},
         {"batch": MAX_PURGE_BATCH + 1},
         {"pause": timedelta(seconds=-1)},
+        {"duty": 0},
+        {"duty": 1.5},
+        {"duty": float("nan")},
     ],
 )
 def test_a_bad_policy_is_refused_naming_its_option(options: dict[str, Any]) -> None:
@@ -125,6 +128,50 @@ async def test_a_store_target_batches_until_a_short_batch() -> None:
     target = StoreTarget("jobs", lambda: store, lambda now: Retention().cut(now), batch=3)
     assert await target.purge_expired(0) == 7
     assert store.limits == [3, 3, 3]  # the short third batch ended the pass
+
+
+class SlowBatches(Batches):
+    """Batches that each take `took_s` on a fake monotonic clock, and the rests asked for after them."""
+
+    def __init__(self, answers: list[int], took_s: float) -> None:
+        super().__init__(answers)
+        self.now = 0.0
+        self.took_s = took_s
+        self.rests: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.rests.append(round(seconds, 6))
+
+    async def purge(self, store: PurgeStore, cut: PurgeCut, limit: int) -> int:
+        self.now += self.took_s
+        return await super().purge(store, cut, limit)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("duty", "pause", "rest"),
+    [
+        (0.25, timedelta(0), 0.03),
+        (0.5, timedelta(0), 0.01),
+        (1.0, timedelta(milliseconds=5), 0.005),
+    ],
+)
+async def test_a_store_target_rests_after_each_full_batch_by_its_duty_cycle(
+    duty: float, pause: timedelta, rest: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that took 10 ms is followed by 10 ms × (1 − duty) / duty of rest, at least the
+    pause; the short last batch by none."""
+    store = SlowBatches([3, 3, 1], took_s=0.01)
+    monkeypatch.setattr("xjobs.contract.retention.monotonic", store.monotonic)
+    monkeypatch.setattr("xjobs.contract.retention.sleep", store.sleep)
+    target = StoreTarget(
+        "jobs", lambda: store, lambda now: Retention().cut(now), batch=3, pause=pause, duty=duty
+    )
+    assert await target.purge_expired(0) == 7
+    assert store.rests == [rest, rest]
 
 
 def test_job_retention_is_validated_and_kept_on_the_handle() -> None:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
 from xjobs.contract.driver import Claim, ClaimOptions, Nack
 from xjobs.contract.introspection import COUNTED_OUTCOMES, JobFilter, JobPosition
+from xjobs.contract.rates import RateBucket
 from xjobs.contract.retention import PURGE_STORES, Retention
 from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
+from xjobs.contract.webhooks import LedgerPolicy, WebhookAttempt
 from xjobs.ids import new_id
 from xjobs.run.settle import ending, parking, retrying, shedding
 from xjobs.testing.rows import new_job
+from xjobs_pg.backfills import BackfillParams
 from xjobs_pg.operator_params import (
     BulkParams,
     CancelManyParams,
@@ -33,6 +37,7 @@ from xjobs_pg.params import (
     ClaimParams,
     CompleteParams,
     EnqueueParams,
+    FlowEnqueueParams,
     HeartbeatParams,
     MarkParams,
     NackParams,
@@ -45,6 +50,7 @@ from xjobs_pg.params import (
     WatchParams,
 )
 from xjobs_pg.purge import PURGE_COUNT_ARITY, PurgeParams
+from xjobs_pg.rates import GrantsParams, RateParams, SpentParams
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.sql import Statements
 from xjobs_pg.store_params import (
@@ -69,6 +75,7 @@ from xjobs_pg.store_params import (
     TasksParams,
 )
 from xjobs_pg.testing import opened, session
+from xjobs_pg.webhooks import AttemptsParams, RecordParams
 
 NOW = 1_700_000_000_000
 JOB = new_job(tenant_id="org-1", run_at_ms=NOW, enqueued_by="user-1", traceparent="00-ab-cd-01")
@@ -84,9 +91,16 @@ BULK = BulkParams(WHERE, ["dead"], NOW, 10, 100)
 # One record per statement, every value given (a null would prove nothing about its place).
 # Retention: one pass's cut, a per-job keep included.
 CUT = Retention().cut(NOW, {"audit": 1_000})
+RATE = RateBucket("rate|job|a", 100.0, 2)
+WEBHOOK_ATTEMPT = WebhookAttempt(
+    "endpoint-1", "msg_1", JOB.id, 2, "failed", 503, 120, "busy", "XJOBS_WEBHOOK_FAILED: 503", NOW
+)
 SAMPLES: dict[str, Params] = {
     "enqueue": EnqueueParams(NOW, [JOB], ["default"], "channel"),
     "enqueue_fresh": EnqueueParams(NOW, [JOB], ["default"], "channel"),
+    "enqueue_flow": FlowEnqueueParams(
+        EnqueueParams(NOW, [replace(JOB, debounce_ms=1, throttle_ms=1)], ["default"], "channel")
+    ),
     "claim": ClaimParams(NOW, OPTIONS, "lapsed"),
     "ack": AckParams(NOW, CLAIM),
     "complete": CompleteParams(NOW, CLAIM, '{"total": 1}'),
@@ -133,7 +147,6 @@ SAMPLES: dict[str, Params] = {
     "event_wake": EventWakeParams("channel", ["default"]),
     "event_find": FindParams("paid", '{"n": 1}', NOW),
     "event_register": RegisterParams(WAIT),
-    "event_purge": One(NOW),
     "task_watermarks": TasksParams(["t"]),
     "task_arm": ArmParams("t", NOW, NOW + 1),
     "task_fire": FireParams(NOW, "t", NOW, NOW + 1, JOB, ["default"], "channel"),
@@ -151,6 +164,23 @@ SAMPLES: dict[str, Params] = {
     "outbox_pending": NO_PARAMS,
     "result_read": One(JOB.id),
     "result_watch": WatchParams(JOB.id, "channel"),
+    "webhook_record": RecordParams(WEBHOOK_ATTEMPT, LedgerPolicy(disable_after=3, keep=10)),
+    "webhook_state": One("endpoint-1"),
+    "webhook_enable": One("endpoint-1"),
+    "webhook_attempts": AttemptsParams("endpoint-1", 10),
+    "rate_ensure": One(["rate|job|a"]),
+    "rate_acquire_all": GrantsParams(NOW, [[RATE], [RATE]]),
+    "rate_acquire": GrantsParams(NOW, [[RATE], [RATE]]),
+    "rate_abandon": RateParams(NOW, [RATE]),
+    "rate_spent": SpentParams(NOW, "rate|job|a", 100.0),
+    "backfill_begin": BackfillParams(
+        (NOW, JOB.run_id, JOB.id, "fill", "c1", "production", "org-1")
+    ),
+    "backfill_checkpoint": BackfillParams((NOW, JOB.run_id, "42", 3, 1)),
+    "backfill_finish": BackfillParams((NOW, JOB.run_id, "completed", "boom")),
+    "backfill_get": One(JOB.run_id),
+    "backfill_rows": BackfillParams(("fill", 50)),
+    "backfill_completed": BackfillParams(("fill", "c1", "production", "org-1")),
     **{f"purge_{store}": PurgeParams.of(store, CUT, 100) for store in PURGE_STORES},
     **{
         f"purge_{store}_count": PurgeParams.of(store, CUT, None).first(PURGE_COUNT_ARITY[store])

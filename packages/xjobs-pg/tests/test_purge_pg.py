@@ -1,9 +1,10 @@
 """Retention on Postgres: the purge statements walk indexes, the install upgrades a version-7 schema's
-table settings, and a purge of 1,000,000 finished rows runs beside a worker draining W3.
+table settings, and a purge of finished rows that spans many batches runs beside a worker draining W3.
 
 The last test reports the claim's latency p50/p99 beside the purge and without it as figures (no
-timed assertion: speed is the bench's, W9); what it asserts is that every row went, in bounded
-batches, while every job of the worker ran.
+timed assertion: speed is the bench's); what it asserts is that every row went, in bounded
+batches, while every job of the worker ran. The million-row figure is the bench's W9 (W3 while
+purging 1,000,000 finished rows, against W3), where it is measured anyway.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from xjobs_pg.testing import opened, server_url
 pytestmark = pytest.mark.asyncio
 
 DAY_MS = 86_400_000
-ROWS = 1_000_000
-W3_JOBS = 4_000
+ROWS = 20_000  # forty batches of BATCH: enough to cross many, the million is W9's
+BATCH = 500
+W3_JOBS = 2_000
 POLICY = Retention()  # the defaults: a completed job is kept a day
 # Finished rows, two days old: completed (most), dead and cancelled, over eight job names.
 FILL = """
@@ -160,11 +162,14 @@ def _p(samples: list[float]) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(samples), 2), "p99_ms": round(cuts[98], 2)}
 
 
-async def test_a_purge_of_a_million_finished_rows_beside_a_running_worker(schema: str) -> None:
-    """1,000,000 finished rows go in batches of 1,000 while a worker drains W3 jobs; the claim's
+async def test_a_purge_of_many_batches_of_finished_rows_beside_a_running_worker(
+    schema: str,
+) -> None:
+    """ROWS finished rows go in batches of BATCH, paced, while a worker drains W3 jobs; the claim's
     latency during the purge and without it are reported (stdout and XJOBS_PURGE_FIGURES)."""
     quoted = quote_schema(schema)
-    app = App(server_url(), jobs=[w3_job], retention=POLICY, backend_options={"schema": schema})
+    policy = Retention(batch=BATCH)
+    app = App(server_url(), jobs=[w3_job], retention=policy, backend_options={"schema": schema})
     conn = await _conn()
     try:
         async with app:

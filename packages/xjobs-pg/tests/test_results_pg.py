@@ -153,7 +153,7 @@ async def test_waiting_on_a_finished_or_unknown_job_returns_at_once(backend: Bac
 # -- the upgrade -------------------------------------------------------------------------------
 
 AS_VERSION_6 = """
-alter table {schema}.jobs drop column result, drop column watched;
+alter table {schema}.jobs drop column result, drop column watched, drop column throttle_until_ms;
 update {schema}.schema_version set version = 6;
 """
 

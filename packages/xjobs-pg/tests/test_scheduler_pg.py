@@ -11,7 +11,7 @@ import secrets
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import pytest
@@ -22,6 +22,7 @@ from xjobs.contract.driver import NewJob
 from xjobs.contract.stores import LeaderElection, SchedulerState, TaskFire
 from xjobs_pg import PostgresAdvisoryLeader, PostgresLeaseLeader, postgres_advisory_leader
 from xjobs_pg.install import SCHEMA_VERSION
+from xjobs_pg.params import job_arrays
 from xjobs_pg.scheduler import PostgresSchedulerState
 from xjobs_pg.schema import quote_schema, wake_channel
 from xjobs_pg.sql import Statements
@@ -294,7 +295,7 @@ async def test_a_live_duplicate_committed_during_the_fire_reruns_it_and_records_
         rival = occurrence_job("t", 1_000)
         tx = holder.transaction()
         await tx.start()
-        enqueue_args = [[getattr(rival, f.name)] for f in fields(NewJob)]
+        enqueue_args = job_arrays([rival])
         await holder.fetch(sql["enqueue"], *enqueue_args, None, [], wake_channel(schema))
         log.queries.clear()
         firing = asyncio.ensure_future(state.fire("t", None, 1_000, occurrence_job("t", 1_000)))

@@ -33,6 +33,7 @@ SQL_DIR = SRC / "xjobs_pg" / "sql"
 SQL_PATHS = sorted(SQL_DIR.glob("*.sql"))
 TABLES = (
     "attempt_errors",
+    "backfills",
     "counter_folds",
     "counters",
     "event_waits",
@@ -42,11 +43,14 @@ TABLES = (
     "slots",
     "outbox",
     "pauses",
+    "rates",
     "schema_version",
     "steps",
     "task_fires",
     "task_pauses",
     "task_watermarks",
+    "webhook_attempts",
+    "webhook_endpoints",
     "workers",
 )
 

@@ -48,7 +48,12 @@ def executor_of(backend: Backend) -> Executor:
 class TestOpen:
     def test_the_plugin_is_found_through_its_entry_point(self) -> None:
         found = {i.factory.name: i for i in installed_backends()}
-        assert found["redis"].factory.schemes == ("redis", "rediss")
+        assert found["redis"].factory.schemes == (
+            "redis",
+            "rediss",
+            "redis+cluster",
+            "rediss+cluster",
+        )
         assert found["redis"].distribution == "xjobs-redis"
 
     @pytest.mark.asyncio
@@ -98,6 +103,9 @@ class TestOpen:
             "results",
             "wake",
             "retention",
+            "rates",
+            "backfills",
+            "webhooks",
         }
 
 

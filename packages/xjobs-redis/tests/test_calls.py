@@ -8,17 +8,41 @@ from collections.abc import Callable
 from types import ModuleType
 
 import pytest
+from redis.crc import key_slot
 
+from xjobs.contract.backfills import BackfillStart
 from xjobs.contract.driver import Claim, Nack
+from xjobs.contract.rates import RateBucket
 from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
+from xjobs.contract.webhooks import LedgerPolicy, WebhookAttempt
 from xjobs.testing import rows
-from xjobs_redis.calls import events, fleet, jobs, operator, purge, scheduler
+from xjobs_redis.calls import (
+    backfills,
+    events,
+    fleet,
+    jobs,
+    operator,
+    purge,
+    rates,
+    scheduler,
+    webhooks,
+)
 from xjobs_redis.calls.operator import WalkFilter
 from xjobs_redis.executor import Call
 from xjobs_redis.keys import Keys
 from xjobs_redis.scripts import lua_names, read_lua
 
-FAMILIES: tuple[ModuleType, ...] = (jobs, fleet, events, scheduler, operator, purge)
+FAMILIES: tuple[ModuleType, ...] = (
+    jobs,
+    fleet,
+    events,
+    scheduler,
+    operator,
+    purge,
+    webhooks,
+    backfills,
+    rates,
+)
 # Module-level helpers of a family that are not script builders.
 HELPERS = {"counted", "counter_keys"}
 # A header entry: `-- KEYS[3]  ...`, `-- ARGV[3 + r]  ...`, `-- KEYS[3..]  ...`: the index, then a
@@ -35,6 +59,10 @@ HOLDER = SlotHolder("j-1", 3)
 STEP = StepRecord("r-1", "charge", "done", "1", None, 0, 0)
 INFO = WorkerInfo("w-1", "h", 1, ("alpha",), 0, 0)
 PARK = Nack("waiting", "suspended", 2_000, counts_as_attempt=False)
+
+BACKFILL = BackfillStart("r-1", "j-1", "fill", "c1", "ci", None)
+# one bucket per entry of a rate script's repeated tail (the job's, the queue's)
+BUCKETS = [RateBucket("job:a", 100.0, 2), RateBucket("queue:alpha", 50.0, 1)][:ROWS]
 
 # One call per script, built from sample arguments; a script's repeated tail gets ROWS entries.
 SAMPLES: dict[str, Callable[[], Call]] = {
@@ -87,7 +115,11 @@ SAMPLES: dict[str, Callable[[], Call]] = {
     "queue_counts": lambda: operator.queue_counts(K, queue="alpha", now_ms=1, cap=10, bound=10),
     "counters_read": lambda: operator.counters_read(K, queue="alpha", tier="minute", since_ms=0),
     "counters_rollup": lambda: operator.counters_rollup(K, queue="alpha", now_ms=1),
-    "wait_drop": lambda: events.wait_drop(K, job_ids=["j-1"] * ROWS),
+    "wait_drop": lambda: events.wait_drop(K, queue="alpha", job_ids=["j-1"] * ROWS),
+    "wait_lapse": lambda: events.wait_lapse(K, queue="alpha", older_than_ms=0),
+    "event_wake": lambda: events.event_wake(
+        K, now=NOW, queue="alpha", name="order.paid", payload="{}", job_id="j-1"
+    ),
     "worker_announce": lambda: fleet.worker_announce(K, now=NOW, info=INFO, ttl_ms=1),
     "worker_beat": lambda: fleet.worker_beat(K, now=NOW, worker_id="w-1", ttl_ms=1),
     "worker_forget": lambda: fleet.worker_forget(K, worker_id="w-1"),
@@ -107,11 +139,17 @@ SAMPLES: dict[str, Callable[[], Call]] = {
         K, now=NOW, queue="alpha", claim=CLAIM, wait=WAIT, nack=PARK
     ),
     "event_purge": lambda: events.event_purge(K, older_than_ms=0),
+    "event_queues_prune": lambda: events.event_queues_prune(
+        K, unwaited=[("order.paid", "alpha", "1"), ("order.shipped", "beta", "2")][:ROWS]
+    ),
     "scheduler_arm": lambda: scheduler.scheduler_arm(
         K, task="nightly", previous_ms=None, watermark_ms=1
     ),
     "scheduler_fire": lambda: scheduler.scheduler_fire(
         K, now=NOW, task="nightly", previous_ms=1, occurrence_ms=2, job=JOB
+    ),
+    "scheduler_fired": lambda: scheduler.scheduler_fired(
+        K, task="nightly", occurrence_ms=2, job_id="j-1"
     ),
     "leader_acquire": lambda: scheduler.leader_acquire(K, now=NOW, candidate="s-1", ttl_ms=1),
     "leader_release": lambda: scheduler.leader_release(K, candidate="s-1"),
@@ -129,6 +167,26 @@ SAMPLES: dict[str, Callable[[], Call]] = {
     ),
     "purge_workers": lambda: purge.purge_workers(K, cutoff_ms=1, limit=10, dry=False),
     "purge_events_count": lambda: purge.purge_events_count(K, cutoff_ms=1),
+    "webhook_record": lambda: webhooks.webhook_record(
+        K,
+        attempt=WebhookAttempt("e-1", "msg_1", "j-1", 1, "failed", 503, 1, "", "x", 1),
+        policy=LedgerPolicy(disable_after=2),
+    ),
+    "webhook_enable": lambda: webhooks.webhook_enable(K, endpoint="e-1"),
+    "backfill_begin": lambda: backfills.backfill_begin(K, now=NOW, start=BACKFILL),
+    "backfill_checkpoint": lambda: backfills.backfill_checkpoint(
+        K, now=NOW, run_id="r-1", cursor="3", count=3, batches=1
+    ),
+    "backfill_finish": lambda: backfills.backfill_finish(
+        K, now=NOW, run_id="r-1", status="completed", error=None
+    ),
+    "backfill_completed": lambda: backfills.backfill_completed(
+        K, name="fill", checksum="c1", environment="ci", tenant=None
+    ),
+    # one grant per entry of the ARGV tail; the keys are the buckets they name, each once
+    "rate_acquire": lambda: rates.rate_acquire(K, now=NOW, grants=[BUCKETS[:1], BUCKETS]),
+    "rate_abandon": lambda: rates.rate_abandon(K, now=NOW, buckets=BUCKETS),
+    "rate_spent": lambda: rates.rate_spent(K, now=NOW, key="job:a"),
 }
 
 
@@ -232,11 +290,33 @@ def test_only_a_counted_outcome_reaches_a_settle_counter() -> None:
     assert (retry.args[-1], shed.args[-1]) == ("retried", "")
 
 
-def test_every_key_of_a_queue_script_shares_the_queue_slot() -> None:
-    """One slot per call (Redis Cluster): the scripts of one queue pass only that queue's keys."""
-    crossing = {"enqueue", "scheduler_fire", "event_park", "event_send"}
-    for script, sample in SAMPLES.items():
-        call = sample()
-        tags = {key[key.index("{") : key.index("}") + 1] for key in call.keys}
-        if script not in crossing:
-            assert len(tags) <= 1, f"{script} passes keys of {sorted(tags)}"
+@pytest.mark.parametrize("script", lua_names())
+def test_every_key_a_script_is_passed_hashes_to_one_cluster_slot(script: str) -> None:
+    """Redis Cluster runs a script only when its KEYS share one slot: the CRC16 slot of every key
+    of the script's sample call (every script has one, above) is the same."""
+    call = SAMPLES[script]()
+    slots = {key_slot(key.encode()) for key in call.keys}
+    assert len(slots) <= 1, f"{script} passes keys of slots {sorted(slots)}: {list(call.keys)}"
+
+
+# A command whose first argument is a key (the Lua scripts' whole vocabulary of them).
+KEYED = re.compile(
+    r"redis\.call\(\s*'(?!TIME'|PUBLISH'|SCRIPT')([A-Z]+)'\s*,\s*([^,)]+)", re.MULTILINE
+)
+
+
+@pytest.mark.parametrize("script", [*lua_names(), "lib"])
+def test_no_script_builds_a_key_name(script: str) -> None:
+    """Every key a script touches comes from its KEYS, from an index of its own slot (members and
+    values that `keys.py` built), or from a variable holding one: never a literal or a `..`."""
+    built = [
+        f"{command} {key.strip()}"
+        for command, key in KEYED.findall(read_lua(script))
+        if ".." in key or "'" in key or '"' in key
+    ]
+    assert built == [], f"{script}.lua builds key names: {built}"
+
+
+def test_the_key_check_sees_a_built_key() -> None:
+    found = KEYED.findall("redis.call('HGET', KEYS[1] .. ':x', 'f')\nredis.call('TIME')")
+    assert found == [("HGET", "KEYS[1] .. ':x'")]

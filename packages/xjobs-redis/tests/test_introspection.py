@@ -149,11 +149,11 @@ class TestErrors:
         assert manual_backend.events is not None
         wait = EventWait(new.id, new.run_id, "q", "paid", "order.paid", "{}", clock.now_ms(), None)
         await manual_backend.events.park(job.claim, wait, parking(clock.now_ms() + 60_000))
-        assert await client.hexists(k.event_waits(), new.id)
+        assert await client.hexists(k.event_waits("q"), new.id)
         await manual_backend.jobs.cancel(new.id)
         assert (await ops(manual_backend).remove(new.id)).status == "done"
         assert not await client.hexists(k.errors("q"), new.id)
-        assert not await client.hexists(k.event_waits(), new.id)
+        assert not await client.hexists(k.event_waits("q"), new.id)
 
 
 @pytest.mark.asyncio

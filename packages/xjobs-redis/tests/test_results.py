@@ -10,6 +10,7 @@ from redis.asyncio import Redis
 from xjobs.clock import ManualClock
 from xjobs.contract.driver import LAPSED_ON_FINAL_ATTEMPT, Claim
 from xjobs.testing import rows
+from xjobs_redis import registry
 from xjobs_redis.calls import jobs
 from xjobs_redis.executor import Executor
 from xjobs_redis.keys import Keys
@@ -30,7 +31,10 @@ async def settled_messages(pubsub: Any) -> list[str]:
 async def run_one(x: Executor, k: Keys, key: str, *, watched: bool, result: str | None) -> str:
     job = rows.new_job(queue=QUEUE, idempotency_key=key)
     now = x.now()
-    await x.run(jobs.enqueue(k, now=now, queue=QUEUE, jobs=[job]))
+    # as the driver enqueues: a queue it has not seen joined joins the queue set first
+    enqueue = jobs.enqueue(k, now=now, queue=QUEUE, jobs=[job])
+    queues = registry.QueueRegistry(x, k)
+    assert await queues.enqueue([(QUEUE, enqueue)]) == [[[job.id, job.run_id, 1]]]
     claim_call = jobs.claim(
         k,
         now=now,

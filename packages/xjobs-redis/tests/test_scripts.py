@@ -12,11 +12,25 @@ import pytest
 from redis.asyncio import Redis
 
 from xjobs.clock import Clock, ManualClock, SystemClock
+from xjobs.contract.backfills import BackfillStart
 from xjobs.contract.driver import LAPSED_ON_FINAL_ATTEMPT, Claim, NewJob
+from xjobs.contract.rates import RateBucket
 from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
+from xjobs.contract.webhooks import LedgerPolicy, WebhookAttempt
 from xjobs.run.settle import ending, parking
 from xjobs.testing import rows
-from xjobs_redis.calls import events, fleet, jobs, operator, purge, scheduler
+from xjobs_redis import registry
+from xjobs_redis.calls import (
+    backfills,
+    events,
+    fleet,
+    jobs,
+    operator,
+    purge,
+    rates,
+    scheduler,
+    webhooks,
+)
 from xjobs_redis.calls.operator import WalkFilter
 from xjobs_redis.executor import Call, Executor
 from xjobs_redis.keys import Keys
@@ -178,8 +192,11 @@ async def test_every_script_loads_and_runs_against_the_server(
     job = k.job(q, new.id)
     first, second = Claim(new.id, "w-1", 1, q), Claim(new.id, "w-1", 2, q)
 
-    assert await run(jobs.enqueue(k, now=now, queue=q, jobs=[new])) == [[new.id, new.run_id, 1]]
+    assert await run(jobs.enqueue(k, now=now, queue=q, jobs=[new])) == "join"  # wrote nothing
+    assert not await client.exists(job)
+    await registry.join(executor, k, [q])
     assert await client.smembers(k.queues()) == {q}
+    assert await run(jobs.enqueue(k, now=now, queue=q, jobs=[new])) == [[new.id, new.run_id, 1]]
     ((score, member),) = await run(jobs.peek(k, now=now, queue=q, want=5, sweep_bound=10))
     assert (score >= 2 * 2**42, member) == (True, job)
     claimed, buried = await run(_claim(k, now, q))
@@ -235,7 +252,7 @@ async def test_every_script_loads_and_runs_against_the_server(
     removal = operator.remove(k, queue=q, jobs=[(new.id, new.run_id)], answer_records=False)
     assert [answer[0] for answer in await run(removal)] == ["removed"]
     assert not await client.exists(job)
-    assert await run(events.wait_drop(k, job_ids=[new.id])) == 0
+    assert await run(events.wait_drop(k, queue=q, job_ids=[new.id])) == 0
 
     info = WorkerInfo("w-1", "h", 1, (q,), 0, 0)
     await run(fleet.worker_announce(k, now=now, info=info, ttl_ms=60_000))
@@ -255,8 +272,56 @@ async def test_every_script_loads_and_runs_against_the_server(
     await _run_the_step_and_event_scripts(run, k, now)
     await _run_the_scheduler_scripts(run, k, now)
     await _run_the_purge_scripts(run, k, now)
+    await _run_the_webhook_scripts(run, k)
+    await _run_the_backfill_scripts(run, k, now)
+    await _run_the_rate_scripts(run, k, now)
 
     assert run.ran == set(lua_names())
+
+
+async def _run_the_rate_scripts(run: Recorder, k: Keys, now: str) -> None:
+    """Two buckets' permits taken at once, the next refused by the full one, handed back."""
+    minute = RateBucket("job:script_job", 60_000.0, 1)
+    roomy = RateBucket("queue:scripts", 60_000.0, 1_000)
+    # two grants of one call: the first takes both permits, so the second is refused by the full one
+    first, wait = await run(
+        rates.rate_acquire(k, now=now, grants=[[minute, roomy], [roomy, minute]])
+    )
+    assert first == 0
+    assert 0 < wait <= 60_000  # refused: the full bucket is free again within its interval
+    ahead = float(await run(rates.rate_spent(k, now=now, key=minute.key)))
+    assert 0 < ahead <= 60_000
+    assert await run(rates.rate_abandon(k, now=now, buckets=[minute, roomy])) == 2
+    assert float(await run(rates.rate_spent(k, now=now, key=minute.key))) == 0
+
+
+async def _run_the_backfill_scripts(run: Recorder, k: Keys, now: str) -> None:
+    """A run begun, checkpointed, completed (the verdict), then read back by its declaration."""
+    start = BackfillStart("r-1", "j-1", "fill", "c1", "ci", None)
+    assert await run(backfills.backfill_begin(k, now=now, start=start)) == 1
+    checkpoint = backfills.backfill_checkpoint(
+        k, now=now, run_id="r-1", cursor="3", count=3, batches=1
+    )
+    assert await run(checkpoint) == 1
+    finish = backfills.backfill_finish(k, now=now, run_id="r-1", status="completed", error=None)
+    assert await run(finish) == 1
+    verdict = backfills.backfill_completed(
+        k, name="fill", checksum="c1", environment="ci", tenant=None
+    )
+    row = json.loads(str(await run(verdict)))
+    assert (row["run_id"], row["status"], row["cursor"], row["count"]) == (
+        "r-1",
+        "completed",
+        "3",
+        3,
+    )
+
+
+async def _run_the_webhook_scripts(run: Recorder, k: Keys) -> None:
+    failed = WebhookAttempt("e-1", "msg_1", "j-1", 1, "failed", 503, 1, "", "x", 5)
+    record = webhooks.webhook_record(k, attempt=failed, policy=LedgerPolicy(disable_after=1))
+    assert await run(record) == [1, "5"]
+    assert await run(webhooks.webhook_enable(k, endpoint="e-1")) == 1
 
 
 async def _run_the_step_and_event_scripts(run: Recorder, k: Keys, now: str) -> None:
@@ -264,6 +329,7 @@ async def _run_the_step_and_event_scripts(run: Recorder, k: Keys, now: str) -> N
     q = "events"
     new = _job(q)
     job, claim = k.job(q, new.id), Claim(new.id, "w-1", 1, q)
+    await registry.join(run.x, k, [q])
     await run(jobs.enqueue(k, now=now, queue=q, jobs=[new]))
     await run(_claim(k, now, q))
     done = StepRecord(new.run_id, "one", "done", "1", None, 0, 0)
@@ -275,18 +341,35 @@ async def _run_the_step_and_event_scripts(run: Recorder, k: Keys, now: str) -> N
     park = events.event_park(k, now=now, queue=q, claim=claim, wait=wait, nack=parking(2**50))
     assert await run(park) == 1
     assert await run.x.client.hget(job, "state") == "waiting"
+    # as the bus's park does beside it: the queue counted in the name's HASH, which is listed
+    await run.x.client.hincrby(k.event_queues("paid"), q, 1)
+    await run.x.client.sadd(k.event_waited(), k.event_queues("paid"))
     send = events.event_send(k, now=now, name="paid", event_id="e-1", payload='{"order": 7}')
-    sent_at = int(await run(send))
+    sent_at, *waiting = await run(send)
+    assert waiting == [q]
+    wake = events.event_wake(k, now=now, queue=q, name="paid", payload='{"order": 8}')
+    assert await run(wake) == 0  # no match
+    wake = events.event_wake(k, now=now, queue=q, name="paid", payload='{"order": 7}')
+    assert await run(wake) == 1
     assert await run.x.client.zscore(k.ready(q), job) is not None  # woken: due now
     found = await run(events.event_find(k, name="paid", match='{"order": 7}', since_ms=0))
     assert found[:2] == ["e-1", sent_at]
-    assert await run(events.event_purge(k, older_than_ms=sent_at + 1)) == 1
+    purge = events.event_purge(k, older_than_ms=int(sent_at) + 1)
+    assert await run(purge) == [1, k.event_queues("paid"), q, "1"]  # one event; the queues listed
+    lapse = events.wait_lapse(k, queue=q, older_than_ms=int(sent_at) + 1)
+    assert await run(lapse) == 0  # the wake dropped the wait
+    stale = events.event_queues_prune(k, unwaited=[("paid", q, "0")])
+    assert await run(stale) == 0  # a park counted since the read: kept
+    prune = events.event_queues_prune(k, unwaited=[("paid", q, "1")])
+    assert await run(prune) == 1
+    assert not await run.x.client.exists(k.event_queues("paid"), k.event_waited())
 
 
 async def _run_the_purge_scripts(run: Recorder, k: Keys, now: str) -> None:
     """A job completed and purged with its steps; a counter bucket, a worker row, the events' count."""
     q = "purged"
     new = _job(q)
+    await registry.join(run.x, k, [q])
     await run(jobs.enqueue(k, now=now, queue=q, jobs=[new]))
     await run(_claim(k, now, q))
     claim = Claim(new.id, "w-1", 1, q, new.run_id)
@@ -324,11 +407,20 @@ async def _run_the_scheduler_scripts(run: Recorder, k: Keys, now: str) -> None:
             k, now=now, task="nightly", previous_ms=1_000, occurrence_ms=occurrence_ms, job=new
         )
 
-    assert await run(fire(2_000)) == 1
-    assert await run(fire(3_000)) == 0
+    fired_at = await run(fire(2_000))
+    assert fired_at > 0  # the fire's instant: the injected clock's, when there is one
+    assert fired_at == int(now or fired_at)
+    assert await run(fire(3_000)) == -1  # refused: the fire before it is pending
+    pending = json.loads(str(await run.x.client.hget(k.scheduler_pending(), "nightly")))
+    assert (pending["occurrence_ms"], json.loads(pending["job"])["id"]) == (2_000, new.id)
+    await registry.join(run.x, k, [q])
+    await run(jobs.enqueue(k, now=now, queue=q, jobs=[new]))
     assert await run.x.client.hget(k.job(q, new.id), "state") == "ready"
-    fired = await run.x.client.hget(k.scheduler_fires(), "nightly")
-    assert json.loads(str(fired))["job_id"] == new.id
+    fired = scheduler.scheduler_fired(k, task="nightly", occurrence_ms=2_000, job_id=new.id)
+    assert await run(fired) == 1
+    assert await run(fired) == 0  # no longer pending
+    recorded = await run.x.client.hget(k.scheduler_fires(), "nightly")
+    assert json.loads(str(recorded))["job_id"] == new.id
 
     assert await run(scheduler.leader_acquire(k, now=now, candidate="s-1", ttl_ms=60_000)) == 1
     assert await run(scheduler.leader_acquire(k, now=now, candidate="s-2", ttl_ms=60_000)) == 0

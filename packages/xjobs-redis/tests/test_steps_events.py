@@ -337,7 +337,7 @@ class TestSend:
         still = await backend.jobs.get(job.id)
         assert still is not None
         assert (still.state, still.run_at_ms) == ("waiting", clock.now_ms() + HOUR_MS)
-        assert await client.hlen(Keys(prefix).event_waits()) == 0
+        assert await client.hlen(Keys(prefix).event_waits(QUEUE)) == 0
 
     async def test_a_job_that_stopped_waiting_is_not_woken(
         self, backend: Backend, clock: ManualClock
@@ -354,7 +354,7 @@ class TestSend:
         await parked(backend, clock, deadline_ms=clock.now_ms() + HOUR_MS)
         await bus_of(backend).send(EVENT, "{}")
         k = Keys(prefix)
-        for key in (k.event_waits(), k.event_waiting(EVENT), k.event_deadlines()):
+        for key in (k.event_waits(QUEUE), k.event_waiting(QUEUE, EVENT), k.event_deadlines(QUEUE)):
             assert await client.exists(key) == 0, key
 
     async def test_one_send_wakes_every_matching_wait(
@@ -447,7 +447,7 @@ class TestPark:
         again = await claim_one(backend)
         wait = wait_of(job, event=EVENT, since_ms=clock.now_ms())
         assert await bus_of(backend).park(again.claim, wait, parking(clock.now_ms() + HOUR_MS))
-        assert await client.exists(Keys(prefix).event_waiting("order.shipped")) == 0
+        assert await client.exists(Keys(prefix).event_waiting(QUEUE, "order.shipped")) == 0
         await bus_of(backend).send("order.shipped", "{}")
         assert await run_at_of(backend, job.id) == clock.now_ms() + HOUR_MS
         await bus_of(backend).send(EVENT, "{}")

@@ -14,6 +14,7 @@ from typing import NoReturn
 from xjobs import XJobsError
 from xjobs_cli import (
     backends_cli,
+    backfills_cli,
     demo_cli,
     install_cli,
     jobs_cli,
@@ -46,6 +47,7 @@ _VERBS: tuple[tuple[Callable[..., argparse.ArgumentParser], str], ...] = (
     (workers_cli.add_parser, "WARNING"),
     (stats_cli.add_parser, "WARNING"),
     (purge_cli.add_parser, "WARNING"),
+    (backfills_cli.add_parser, "WARNING"),
     (demo_cli.add_parser, "WARNING"),
     (backends_cli.add_parser, "WARNING"),
     (install_cli.add_parser, "WARNING"),

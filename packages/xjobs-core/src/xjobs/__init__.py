@@ -20,6 +20,7 @@ from xjobs.contract.plugins import BackendFactory, connect, installed_backends
 from xjobs.contract.stores import EventRecord, StepRecord, TaskFire
 from xjobs.declare.concurrency import Concurrency
 from xjobs.declare.job import JobHandle, job
+from xjobs.declare.rate import Rate
 from xjobs.declare.retry import Retry
 from xjobs.declare.task import TaskHandle, task
 from xjobs.errors import StepFailedError, Terminal, XJobsError
@@ -57,6 +58,7 @@ __all__ = [
     "JobRecord",
     "ManualClock",
     "Operator",
+    "Rate",
     "Relay",
     "RelayStats",
     "RequeueFilter",

@@ -295,7 +295,7 @@ class App:
             return policy.cut(now_ms, self._kept_per_job())
 
         return [
-            StoreTarget(s, self._retention_store, cut, policy.batch, policy.pause)
+            StoreTarget(s, self._retention_store, cut, policy.batch, policy.pause, policy.duty)
             for s in PURGE_STORES
         ]
 
@@ -352,8 +352,14 @@ class App:
             handle_signals = (
                 not until_idle and threading.current_thread() is threading.main_thread()
             )
+
+        def begin_drain() -> None:
+            role.stop_accepting(drain_timeout_ms=role.options.drain_timeout_ms)
+            if self.telemetry.enabled:  # /readyz answers `draining` from now on
+                self.telemetry.draining(kind, role.options.drain_timeout_ms / 1000)
+
         drain = on_shutdown_signals(
-            first=lambda: role.stop_accepting(drain_timeout_ms=role.options.drain_timeout_ms),
+            first=begin_drain,
             again=role.interrupt,
             log_event=f"jobs.{kind}.draining",
             role_id=role.id,

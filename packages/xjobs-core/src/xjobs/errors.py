@@ -186,6 +186,18 @@ class ConcurrencyUnenforceableError(XJobsError):
     code = "XJOBS_CONCURRENCY_UNENFORCEABLE"
 
 
+class RateUnenforceableError(XJobsError):
+    """A rate limit is declared but the backend has no rate store to enforce it fleet-wide."""
+
+    code = "XJOBS_RATE_UNENFORCEABLE"
+
+
+class RateLimitedError(XJobsError):
+    """A run over its rate: deferred to when a permit is free, uncounted (the code its log line carries)."""
+
+    code = "XJOBS_RATE_LIMITED"
+
+
 class WorkerStateError(XJobsError):
     """A worker was started twice, or started while it drains."""
 
@@ -353,3 +365,23 @@ class ExtraMissingError(XJobsError):
     and the MCP server)."""
 
     code = "XJOBS_EXTRA_MISSING"
+
+
+# The factories' refusals: their classes live beside the factories (`factories/backfill_errors.py`),
+# their codes here, with every other code.
+BACKFILL_STALLED = "XJOBS_BACKFILL_STALLED"
+BACKFILL_ENVIRONMENT = "XJOBS_BACKFILL_ENVIRONMENT"
+BACKFILL_REQUIRES = "XJOBS_BACKFILL_REQUIRES"
+BACKFILL_APPLIED = "XJOBS_BACKFILL_APPLIED"
+BACKFILL_SCOPE = "XJOBS_BACKFILL_SCOPE"
+BACKFILL_CURSOR = "XJOBS_BACKFILL_CURSOR"
+BACKFILL_INVALID = "XJOBS_BACKFILL_INVALID"
+EXPORT_SCOPE = "XJOBS_EXPORT_SCOPE"
+EXPORT_SINK = "XJOBS_EXPORT_SINK"
+WEBHOOK_INVALID = "XJOBS_WEBHOOK_INVALID"
+WEBHOOK_SIGNATURE = "XJOBS_WEBHOOK_SIGNATURE_INVALID"
+WEBHOOK_ENDPOINT_UNKNOWN = "XJOBS_WEBHOOK_ENDPOINT_UNKNOWN"
+WEBHOOK_ENDPOINT_DISABLED = "XJOBS_WEBHOOK_ENDPOINT_DISABLED"
+WEBHOOK_REJECTED = "XJOBS_WEBHOOK_REJECTED"
+WEBHOOK_FAILED = "XJOBS_WEBHOOK_FAILED"
+JOB_TENANT_MISMATCH = "XJOBS_JOB_TENANT_MISMATCH"

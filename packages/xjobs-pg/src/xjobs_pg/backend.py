@@ -12,6 +12,7 @@ from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend, WakeSource
 from xjobs.options import finite_count
 from xjobs_pg import wake_slots
+from xjobs_pg.backfills import PostgresBackfillLedger
 from xjobs_pg.driver import PostgresJobDriver
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.events import PostgresEventBus
@@ -21,6 +22,7 @@ from xjobs_pg.introspection import PostgresIntrospection
 from xjobs_pg.outbox import PostgresOutboxStore
 from xjobs_pg.pooling import Pooling, behind_proxy, refused_startup_setting, undeclared_proxy
 from xjobs_pg.purge import PostgresRetention
+from xjobs_pg.rates import PostgresRateStore
 from xjobs_pg.results import PostgresResults, SettleWaiters
 from xjobs_pg.scheduler import PostgresAdvisoryLeader, PostgresLeaseLeader, PostgresSchedulerState
 from xjobs_pg.schema import DEFAULT_SCHEMA, quote_schema, settled_channel, wake_channel
@@ -28,6 +30,7 @@ from xjobs_pg.slots import PostgresSlotStore
 from xjobs_pg.sql import Statements
 from xjobs_pg.steps import PostgresStepStore
 from xjobs_pg.wake import WakeListener
+from xjobs_pg.webhooks import PostgresWebhookLedger
 from xjobs_pg.workers import PostgresWorkerRegistry
 
 QueryLogger = Callable[[Any], None]
@@ -127,6 +130,7 @@ async def open_backend(
         jobs=jobs,
         workers=PostgresWorkerRegistry(executor),
         slots=PostgresSlotStore(executor),
+        rates=PostgresRateStore(executor),
         steps=PostgresStepStore(executor),
         events=PostgresEventBus(executor, slots),
         outbox=PostgresOutboxStore(executor, slots),
@@ -136,6 +140,8 @@ async def open_backend(
         results=PostgresResults(executor, listener, waiters, settled),
         wake=source,
         retention=PostgresRetention(executor),
+        backfills=PostgresBackfillLedger(executor),
+        webhooks=PostgresWebhookLedger(executor),
         on_close=close,
         on_install=do_install,
         features=frozenset({"ack_many"}),

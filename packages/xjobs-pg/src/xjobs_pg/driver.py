@@ -29,6 +29,7 @@ from xjobs_pg.params import (
     CancelParams,
     ClaimParams,
     EnqueueParams,
+    FlowEnqueueParams,
     HeartbeatParams,
     NackParams,
     One,
@@ -49,6 +50,8 @@ class PostgresJobDriver:
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         if not jobs:
             return []
+        if any(job.debounce_ms is not None or job.throttle_ms is not None for job in jobs):
+            return await self._enqueue_flow(jobs)
         results = await self._enqueue_fresh(jobs)
         pending = [(index, job) for index, job in enumerate(jobs) if index not in results]
         # At most two inserts: a row the fast path did not insert is asked once more through
@@ -83,6 +86,47 @@ class PostgresJobDriver:
         due_by = now if now is not None else time.time_ns() // 1_000_000
         queues = sorted({j.queue for j in jobs if j.run_at_ms is None or j.run_at_ms <= due_by})
         return EnqueueParams(now, jobs, self._wake.take(queues), self._wake.channel)
+
+    async def _enqueue_flow(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        """Debounced or throttled rows: one `enqueue_flow` per run of rows with distinct
+        namespaces (the facade sends one; a row repeating a namespace starts the next)."""
+        results: list[EnqueueResult] = []
+        start = 0
+        seen: set[tuple[str, str, str]] = set()
+        for end, job in enumerate([*jobs, None]):
+            namespace = ("", "", "") if job is None else _namespace(job)
+            if job is not None and namespace not in seen:
+                seen.add(namespace)
+                continue
+            results += await self._enqueue_flow_once(jobs[start:end])
+            start, seen = end, {namespace}
+        return results
+
+    async def _enqueue_flow_once(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        now = self._x.now()
+        due_by = now if now is not None else time.time_ns() // 1_000_000
+        queues = sorted(
+            {
+                j.queue
+                for j in jobs
+                if j.debounce_ms is None and (j.run_at_ms is None or j.run_at_ms <= due_by)
+            }
+        )
+        params = FlowEnqueueParams(
+            EnqueueParams(now, jobs, self._wake.take(queues), self._wake.channel)
+        )
+        try:
+            rows = await self._x.pool.fetch(self._x.sql["enqueue_flow"], *params.bind())
+        except Exception as exc:
+            raise interpret_error(exc) from exc
+        results: list[EnqueueResult] = []
+        for job, row in zip(jobs, rows, strict=True):
+            if row["id"] is None:
+                raise BackendError(f"enqueue could not place job {job.id}")
+            results.append(
+                EnqueueResult(str(row["id"]), str(row["run_id"]), deduped=not row["inserted"])
+            )
+        return results
 
     async def _enqueue_once(self, jobs: Sequence[NewJob]) -> list[EnqueueResult | None]:
         try:
@@ -172,3 +216,7 @@ def is_uuid(value: str) -> bool:
     except (ValueError, TypeError, AttributeError):
         return False
     return True
+
+
+def _namespace(job: NewJob) -> tuple[str, str, str]:
+    return (job.name, job.tenant_id or "", job.idempotency_key)

@@ -10,6 +10,7 @@ from xjobs.ids import new_id
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.executor import Executor
 from xjobs_pg.params import NackParams, One
+from xjobs_pg.purge import purge_events_before
 from xjobs_pg.store_params import EventWakeParams, FindParams, RegisterParams, SendParams
 from xjobs_pg.wake_slots import WakeSlots
 
@@ -80,6 +81,4 @@ class PostgresEventBus:
         return True
 
     async def purge_expired(self, older_than_ms: int) -> int:
-        row = await self._x.fetchrow("event_purge", One(older_than_ms))
-        assert row is not None
-        return int(row["purged"])
+        return await purge_events_before(self._x, older_than_ms)

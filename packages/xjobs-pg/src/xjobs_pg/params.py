@@ -91,6 +91,21 @@ class EnqueueParams:
 
 
 @dataclass(frozen=True, slots=True)
+class FlowEnqueueParams:
+    """`enqueue_flow`: `EnqueueParams`' $1..$16, then $17 each row's debounce and $18 its throttle window."""
+
+    enqueue: EnqueueParams
+
+    def bind(self) -> Bound:
+        jobs = self.enqueue.jobs
+        return (
+            *self.enqueue.bind(),
+            [job.debounce_ms for job in jobs],
+            [job.throttle_ms for job in jobs],
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimParams:
     """`claim`: $1 now, $2 queues, $3 their limits, $4 worker, $5 total, $6 lease, $7 presence TTL, $8 the burial error."""
 

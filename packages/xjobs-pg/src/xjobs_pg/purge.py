@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xjobs.contract.retention import COUNTER_TIERS, Keep, PurgeCut, PurgeStore
+from xjobs.contract.retention import (
+    COUNTER_TIERS,
+    DEFAULT_PURGE_BATCH,
+    MAX_BATCHES_PER_PASS,
+    Keep,
+    PurgeCut,
+    PurgeStore,
+)
 from xjobs_pg.executor import Executor
 from xjobs_pg.params import Bound
 
@@ -46,6 +53,20 @@ class PurgeParams:
     def first(self, n: int) -> PurgeParams:
         """The first `n` parameters (a dry run's)."""
         return PurgeParams(self.values[:n])
+
+
+async def purge_events_before(executor: Executor, before_ms: int) -> int:
+    """The event bus's `purge_expired`: `purge_events` batches until a short one, so the bus's
+    purge and the retention pass run the one bounded statement (never one unbounded delete)."""
+    total = 0
+    for _ in range(MAX_BATCHES_PER_PASS):
+        row = await executor.fetchrow("purge_events", PurgeParams((before_ms, DEFAULT_PURGE_BATCH)))
+        assert row is not None
+        gone = int(row["purged"])
+        total += gone
+        if gone < DEFAULT_PURGE_BATCH:
+            break
+    return total
 
 
 class PostgresRetention:

@@ -22,6 +22,7 @@ SQL_FILES = (
     "bulk.sql",
     "ledger.sql",
     "stores.sql",
+    "rates.sql",
     "steps.sql",
     "events.sql",
     "scheduler.sql",
@@ -29,6 +30,8 @@ SQL_FILES = (
     "results.sql",
     "pooling.sql",
     "purge.sql",
+    "backfills.sql",
+    "webhooks.sql",
 )
 
 

@@ -12,6 +12,8 @@ from redis.backoff import EqualJitterBackoff, NoBackoff
 from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend, WakeSource
 from xjobs.errors import SchemaInvalidError
+from xjobs_redis.backfills import RedisBackfillLedger
+from xjobs_redis.client import connect, dial_one
 from xjobs_redis.driver import RedisJobDriver
 from xjobs_redis.errors import interpret_error
 from xjobs_redis.events import RedisEventBus
@@ -20,11 +22,13 @@ from xjobs_redis.health import ServerWatch
 from xjobs_redis.introspection import RedisIntrospection
 from xjobs_redis.keys import DEFAULT_PREFIX, Keys, validate_prefix
 from xjobs_redis.purge import Expiry, RedisRetention
+from xjobs_redis.rates import RedisRateStore
 from xjobs_redis.results import RedisResults
 from xjobs_redis.scheduler import RedisLeader, RedisSchedulerState
 from xjobs_redis.slots import RedisSlotStore
 from xjobs_redis.steps import RedisStepStore
 from xjobs_redis.wake import WakeSubscriber
+from xjobs_redis.webhooks import RedisWebhookLedger
 from xjobs_redis.workers import RedisWorkerRegistry
 
 # Re-dial for 1.1 to 2.2 s in all before a call is `XJOBS_BACKEND_UNAVAILABLE`: long enough for
@@ -65,10 +69,11 @@ def choose_prefix(argument: str, from_url: str | None) -> str:
 async def open_backend(
     url: str, *, clock: Clock | None = None, prefix: str = DEFAULT_PREFIX, **options: Any
 ) -> Backend:
-    """A `Backend` over the Redis server at `url` (`redis://` or `rediss://`).
+    """A `Backend` over the Redis server at `url` (`redis://` or `rediss://`), or over a Redis
+    Cluster seeded from the node at `url` (`redis+cluster://` or `rediss+cluster://`).
 
     Every key lives under `prefix` (or `?xjobs_prefix=` in the URL); other keyword options go
-    to `redis.asyncio.Redis.from_url` (pool size, timeouts, TLS, `retry`). The scripts are
+    to `redis.asyncio.Redis.from_url` (or `RedisCluster.from_url`) (pool size, timeouts, TLS, `retry`). The scripts are
     loaded here, so an unreachable server is `XJOBS_BACKEND_UNAVAILABLE` at open.
     """
     plain, ours = split_url(url)
@@ -76,7 +81,7 @@ async def open_backend(
     clock = clock or SystemClock()
     try:
         settings = {"retry": default_retry(), **options, "decode_responses": True}
-        client = Redis.from_url(plain, **settings)
+        client = connect(plain, **settings)
     except Exception as exc:
         raise interpret_error(exc) from exc
     executor = Executor(client, clock)
@@ -90,7 +95,7 @@ async def open_backend(
     await watch.open()
 
     def dial() -> Redis:
-        return Redis.from_url(plain, **{**settings, "retry": Retry(NoBackoff(), 0)})
+        return dial_one(client, plain, **{**settings, "retry": Retry(NoBackoff(), 0)})
 
     source = WakeSource(activate=lambda: subscriber.start())
     subscriber = WakeSubscriber(client, dial, keys.wake_channel(), source, watch.check)
@@ -108,6 +113,7 @@ async def open_backend(
         jobs=RedisJobDriver(executor, keys, expiry),
         workers=RedisWorkerRegistry(executor, keys),
         slots=RedisSlotStore(executor, keys),
+        rates=RedisRateStore(executor, keys),
         steps=RedisStepStore(executor, keys),
         events=events,
         scheduler=RedisSchedulerState(executor, keys),
@@ -115,6 +121,8 @@ async def open_backend(
         introspection=RedisIntrospection(executor, keys, clock),
         results=RedisResults(executor, keys, expiry),
         retention=RedisRetention(executor, keys, events, expiry),
+        backfills=RedisBackfillLedger(executor, keys),
+        webhooks=RedisWebhookLedger(executor, keys),
         wake=source,
         on_close=close,
         health=watch.health,

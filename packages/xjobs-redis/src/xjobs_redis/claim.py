@@ -4,7 +4,8 @@ When the pass's total `limit` is below the sum of the per-queue asks, the queues
 in claim order (priority, run_at, id): a first round trip peeks every asked queue's best
 candidates (`peek.lua`, read-only), the best `limit` across queues are picked here, and the
 second round trip claims that many from each queue. Every named queue is claimed from, even
-for none, so its exhausted lapsed leases are buried on every pass.
+for none, so its exhausted lapsed leases are buried on every pass; the burials are answered queue
+by queue, each queue's in the order its claim buried them (by lease expiry, then id).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class ClaimPass:
             for fields in jobs:
                 job, run_at = claimed_job(fields, options.worker_id)
                 claimed.append((job.priority, run_at, job.id, job))
-            buried.extend(sorted((buried_job(fields) for fields in lapsed), key=lambda b: b.id))
+            buried.extend(buried_job(fields) for fields in lapsed)  # as buried: by lapse
         claimed.sort(key=lambda entry: entry[:3])
         return ClaimResult(jobs=tuple(entry[3] for entry in claimed), buried=tuple(buried))
 

@@ -20,6 +20,7 @@ from xjobs_redis.executor import Command, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queue_of, queues, reader
 from xjobs_redis.purge import Expiry
+from xjobs_redis.registry import QueueRegistry
 from xjobs_redis.rows import job_move, job_record
 
 
@@ -32,12 +33,15 @@ class RedisJobDriver:
         # The retention policy every settle passes its script (a finished job's keys expire).
         self._expiry = expiry or Expiry()
         self._claim = ClaimPass(executor, keys)
+        self._registry = QueueRegistry(executor, keys)
 
     # -- enqueue and claim --------------------------------------------------------------------
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         """One round trip: one `enqueue.lua` per queue (pipelined when there are several), each
-        adding its queue to the queue set and publishing its wake when it inserted a due row."""
+        publishing its wake when it inserted a due row; a queue this driver has not seen joined
+        joins the queue set in that round trip on one server, in three more on a Cluster
+        (`xjobs_redis.registry`)."""
         if not jobs:
             return []
         by_queue: dict[str, list[int]] = {}
@@ -45,13 +49,10 @@ class RedisJobDriver:
             by_queue.setdefault(job.queue, []).append(index)
         now = self._x.now()
         batch = [
-            calls.enqueue(self._k, now=now, queue=queue, jobs=[jobs[i] for i in indexes])
+            (queue, calls.enqueue(self._k, now=now, queue=queue, jobs=[jobs[i] for i in indexes]))
             for queue, indexes in by_queue.items()
         ]
-        if len(batch) == 1:
-            replies = [await self._x.run(batch[0])]
-        else:
-            replies = await self._x.batch(batch)
+        replies = await self._registry.enqueue(batch)
         results: list[EnqueueResult | None] = [None] * len(jobs)
         for indexes, reply in zip(by_queue.values(), replies, strict=True):
             for index, (job_id, run_id, inserted) in zip(indexes, reply, strict=True):

@@ -10,12 +10,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import ClusterPipeline, RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
 from xjobs.clock import Clock, is_system_clock
 from xjobs.errors import BackendError
+from xjobs_redis.client import Client
 from xjobs_redis.errors import interpret_error
 from xjobs_redis.scripts import LuaScript, load_scripts
 
@@ -34,8 +35,10 @@ class Call:
     args: Sequence[Arg]
 
 
+# A pipeline of either client, single Redis or Redis Cluster.
+AnyPipeline = Pipeline | ClusterPipeline
 # A plain command queued on a pipeline (a read, or the SADD beside a scheduler fire).
-Command = Callable[[Pipeline], object]
+Command = Callable[[AnyPipeline], object]
 
 
 class Executor:
@@ -43,7 +46,7 @@ class Executor:
 
     def __init__(
         self,
-        client: Redis,
+        client: Client,
         clock: Clock,
         scripts: dict[str, LuaScript] | None = None,
     ) -> None:
@@ -72,6 +75,8 @@ class Executor:
                 raise BackendError(f"Redis loaded script {script.name} as {sha}, not {script.sha}")
 
     async def _load(self) -> list[Any]:
+        if isinstance(self.client, RedisCluster):
+            return await self._load_on_primaries(self.client)
         try:
             async with self.client.pipeline(transaction=False) as pipe:
                 for script in self._scripts.values():
@@ -79,6 +84,19 @@ class Executor:
                 return list(await pipe.execute(raise_on_error=False))
         except Exception as exc:
             raise interpret_error(exc) from exc
+
+    async def _load_on_primaries(self, client: RedisCluster) -> list[Any]:
+        """SCRIPT LOAD on a cluster: each script on every primary (the cluster client sends it
+        to them all), so an EVALSHA routed to any key's node finds it."""
+        shas: list[Any] = []
+        for script in self._scripts.values():
+            try:
+                shas.append(await client.script_load(script.source))
+            except ResponseError as exc:
+                shas.append(exc)
+            except Exception as exc:
+                raise interpret_error(exc) from exc
+        return shas
 
     async def run(self, call: Call) -> Any:
         """One script call, one round trip (two more after a server restart flushed the scripts)."""
@@ -120,7 +138,9 @@ class Executor:
                 for call in calls:
                     if isinstance(call, Call):
                         sha = self._scripts[call.script].sha
-                        pipe.evalsha(sha, len(call.keys), *call.keys, *call.args)
+                        # by name: a cluster pipeline blocks its `evalsha` method, not the command
+                        # (routed by its first key, as a single EVALSHA is)
+                        pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.args)
                     else:
                         call(pipe)
                 return list(await pipe.execute(raise_on_error=False))

@@ -18,9 +18,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from redis.asyncio import Redis
-
 from xjobs.contract.backend import Backend
+from xjobs_redis.client import Client
 from xjobs_redis.keys import Keys
 
 log = logging.getLogger("xjobs_redis.health")
@@ -39,7 +38,7 @@ def server_health(backend: Backend) -> dict[str, Any] | None:
 class ServerWatch:
     """Holds the last `run_id` seen and the health flag; `check` compares a fresh reading."""
 
-    def __init__(self, client: Redis, keys: Keys) -> None:
+    def __init__(self, client: Client, keys: Keys) -> None:
         self._client = client
         self._keys = keys
         self._had_queues = False

@@ -148,7 +148,7 @@ class RedisIntrospection:
         (reply,) = await self._x.run(call)
         move = job_move(reply)
         if move.status == "done":
-            await self._x.run(event_calls.wait_drop(self._k, job_ids=[job_id]))
+            await self._x.run(event_calls.wait_drop(self._k, queue=queue, job_ids=[job_id]))
         return move
 
     # -- bulk: select oldest first across queues, then move one script per queue ------------------
@@ -192,15 +192,16 @@ class RedisIntrospection:
             jobs = [(row.id, str(row.fields[0])) for row in rows]
             batch.append(calls.remove(self._k, queue=queue, jobs=jobs, answer_records=False))
         replies = await self._x.batch(batch)
-        removed = [
-            row.id
-            for rows, reply in zip(_rows_by_queue(picked).values(), replies, strict=True)
-            for row, answer in zip(rows, reply, strict=True)
-            if answer[0] == "removed"
-        ]
-        if removed:
-            await self._x.run(event_calls.wait_drop(self._k, job_ids=removed))
-        return BulkResult(len(removed), remaining)
+        removed: dict[str, list[str]] = {}
+        for (queue, rows), reply in zip(_rows_by_queue(picked).items(), replies, strict=True):
+            gone = [
+                row.id for row, answer in zip(rows, reply, strict=True) if answer[0] == "removed"
+            ]
+            if gone:
+                removed[queue] = gone
+        drops = [event_calls.wait_drop(self._k, queue=q, job_ids=ids) for q, ids in removed.items()]
+        await self._x.batch(drops)
+        return BulkResult(sum(map(len, removed.values())), remaining)
 
     async def retry_many(self, where: JobFilter, limit: int) -> BulkResult:
         states = only_states(where, sorted(FINISHED_STATES))

@@ -1,10 +1,11 @@
 """Every Redis key name xjobs uses, built here and nowhere else (scripts receive them in KEYS).
 
 Per queue `q`, every key carries the hash tag `{<prefix>:<q>}`, so one queue's scripts touch one
-slot and run on Redis Cluster. The global keys (the queue set, the worker registry, the
-scheduler's state and leader) share the tag `{<prefix>}`; each concurrency key's slots ZSET has
-a hash tag of its own; the event bus's keys share the tag `{<prefix>:events}` (a queue named
-`events` shares that slot, never a key name). The layout is in the README.
+slot and run on Redis Cluster. The deployment's keys (the queue set, the pauses, the worker
+registry, the scheduler's state and leader) share the tag `{<prefix>}`; each concurrency key's
+slots ZSET has a hash tag of its own; the events (and which queues wait for each name) share the
+tag `{<prefix>:events}`, while a wait lives in its job's queue slot. No script spans two tags:
+what spans them is two scripts in a fixed order (the layout and the reasoning are in the README).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from typing import Final
 
 from xjobs.contract.driver import FINISHED_STATES
+from xjobs.contract.webhooks import endpoint_id
 from xjobs.errors import SchemaInvalidError
 from xjobs.event_match import validate_event_name
 from xjobs.names import validate_queue
@@ -35,12 +37,13 @@ def validate_prefix(prefix: object) -> str:
 class Keys:
     """The key names under one validated prefix."""
 
-    __slots__ = ("_events", "_global", "prefix")
+    __slots__ = ("_events", "_events_queues", "_global", "prefix")
 
     def __init__(self, prefix: str) -> None:
         self.prefix = validate_prefix(prefix)
         self._global = f"{prefix}:{{{prefix}}}"
         self._events = f"{prefix}:{{{prefix}:events}}"
+        self._events_queues = f"{self._events}:event_queues:"
 
     # -- one queue ----------------------------------------------------------------------------
 
@@ -75,6 +78,10 @@ class Keys:
         """HASH of the idempotency namespaces held by live jobs: namespace -> job key."""
         return f"{self._queue(queue)}:live"
 
+    def throttle(self, queue: str, namespace: str) -> str:
+        """HASH of a namespace's last throttled job: `until` (throttle_until_ms) and `job` (its key)."""
+        return f"{self._queue(queue)}:throttle:{namespace}"
+
     def finished(self, queue: str, state: str) -> str:
         """ZSET of the jobs in one finished state: score created_at_ms."""
         if state not in FINISHED_STATES:
@@ -96,6 +103,28 @@ class Keys:
     def errors(self, queue: str) -> str:
         """HASH job id -> its last attempt errors, one JSON object a line, oldest first."""
         return f"{self._queue(queue)}:errors"
+
+    def joined(self, queue: str) -> str:
+        """STRING present once the queue joined the queue SET and took the paused job names (an
+        enqueue into a queue without it writes nothing and asks for the join first)."""
+        return f"{self._queue(queue)}:joined"
+
+    def event_waits(self, queue: str) -> str:
+        """HASH job id -> the JSON of the job's one event wait (with its waiting SET's key)."""
+        return f"{self._queue(queue)}:event_waits"
+
+    def event_waiting(self, queue: str, event: str) -> str:
+        """SET of the ids of the queue's jobs waiting for one event name."""
+        return f"{self._queue(queue)}:event_waiting:{validate_event_name(event)}"
+
+    def event_deadlines(self, queue: str) -> str:
+        """ZSET of the queue's waits that have a deadline: member the job id, score deadline_ms."""
+        return f"{self._queue(queue)}:event_deadlines"
+
+    def paused_jobs(self) -> str:
+        """SET of the job names paused deployment-wide (beside the pauses HASH): what a queue's
+        join copies into its `paused_names`."""
+        return f"{self._global}:paused_jobs"
 
     def paused(self, queue: str) -> str:
         """STRING present while the queue is paused (its value the pause's paused_at_ms)."""
@@ -143,7 +172,7 @@ class Keys:
         """HASH worker id -> last_seen_ms."""
         return f"{self._global}:worker_seen"
 
-    # -- the scheduler (global: a fire also writes its job's queue slot) ----------------------
+    # -- the scheduler (global; a fire's job is enqueued by a second step in its queue's slot) --
 
     def scheduler_watermarks(self) -> str:
         """HASH task name -> watermark_ms (a task never armed has no field)."""
@@ -152,6 +181,11 @@ class Keys:
     def scheduler_fires(self) -> str:
         """HASH task name -> JSON of its last fire: occurrence_ms, job_id, fired_at_ms."""
         return f"{self._global}:scheduler_fires"
+
+    def scheduler_pending(self) -> str:
+        """HASH task name -> JSON of a fire whose watermark moved and whose job is not yet
+        recorded: occurrence_ms, queue, row, fired_at_ms (any scheduler completes it)."""
+        return f"{self._global}:scheduler_pending"
 
     def scheduler_paused(self) -> str:
         """SET of the paused task names."""
@@ -175,17 +209,19 @@ class Keys:
         """HASH event id -> the event's payload JSON."""
         return f"{self._events}:event_payloads"
 
-    def event_waits(self) -> str:
-        """HASH job id -> the JSON of the job's one event wait (with the keys its wake needs)."""
-        return f"{self._events}:event_waits"
+    def event_queues(self, event: str) -> str:
+        """HASH of the queues that may hold a wait for one event name (a send wakes each): queue
+        -> how many parks added it (the purge drops a queue whose waits for the name are gone,
+        fenced on that count, so a park meanwhile keeps it)."""
+        return f"{self._events_queues}{validate_event_name(event)}"
 
-    def event_waiting(self, event: str) -> str:
-        """SET of the ids of the jobs waiting for one event name."""
-        return f"{self._events}:event_waiting:{validate_event_name(event)}"
+    def event_of_queues(self, queues_key: str) -> str:
+        """The event name an `event_queues` key is of (its text after `:event_queues:`)."""
+        return queues_key.removeprefix(self._events_queues)
 
-    def event_deadlines(self) -> str:
-        """ZSET of the waits that have a deadline: member the job id, score deadline_ms."""
-        return f"{self._events}:event_deadlines"
+    def event_waited(self) -> str:
+        """SET of the `event_queues` HASH keys that exist (so a purge finds every name's)."""
+        return f"{self._events}:event_waited"
 
     # -- fleet concurrency slots --------------------------------------------------------------
 
@@ -196,6 +232,36 @@ class Keys:
         running fleet holds survive an upgrade.
         """
         return f"{self.prefix}:{{{self.prefix}:lease:{key}}}"
+
+    # -- the webhook ledger (each endpoint's keys share a hash tag of their own) ---------------
+
+    def _webhook(self, endpoint: str) -> str:
+        return f"{self.prefix}:{{{self.prefix}:webhook:{endpoint_id(endpoint)}}}"
+
+    def webhook_state(self, endpoint: str) -> str:
+        """HASH of one webhook endpoint's state: failures (its current run), disabled_at_ms."""
+        return f"{self._webhook(endpoint)}:state"
+
+    def webhook_attempts(self, endpoint: str) -> str:
+        """LIST of one webhook endpoint's attempts, newest first, each a JSON object."""
+        return f"{self._webhook(endpoint)}:attempts"
+
+    # -- fleet rate limits --------------------------------------------------------------------
+
+    def rate(self, key: str) -> str:
+        """HASH of one rate bucket (`t` its TAT, `l` its deferral line). Every bucket shares the ONE hash tag
+        `{<prefix>:rate:buckets}` (no queue name holds `:`), so a script takes several at once in one slot."""
+        return f"{self.prefix}:{{{self.prefix}:rate:buckets}}:{key}"
+
+    # -- the backfill ledger (its keys share the ONE tag `{<prefix>:backfills}`) ---------------
+
+    def backfills(self) -> str:
+        """HASH run id -> the JSON of that backfill run's ledger row."""
+        return f"{self.prefix}:{{{self.prefix}:backfills}}:rows"
+
+    def backfill_verdicts(self) -> str:
+        """HASH JSON [name, checksum, environment, tenant] -> the run id that completed it first."""
+        return f"{self.prefix}:{{{self.prefix}:backfills}}:verdicts"
 
 
 def _tier(tier: str) -> str:

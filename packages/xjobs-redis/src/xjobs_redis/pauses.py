@@ -3,20 +3,18 @@
 A pause is a field of the global pauses HASH (`queue|<name>` or `job|<name>` -> paused_at_ms),
 which `pauses()` lists. The claim of a queue reads only its own slot, so a pause is also written
 where that claim reads it: a queue's pause is its `paused` flag; a job name's pause is a member
-of every known queue's `paused_names` SET, and a queue that appears later inherits it when it
-joins the queue SET (`join_queue` in `lib.lua`, in the enqueue that creates it). The global field
-is written first and the queue SET read after it, so a queue that joins meanwhile is covered
-either way. Each write is one command on one slot, pipelined: a crash between them leaves the
+of the global `paused_jobs` SET and of every known queue's `paused_names` SET, and a queue that
+appears later copies `paused_jobs` when it joins the queue SET (`xjobs_redis.registry`). The
+global records are written first and the queue SET read after them, so a queue that joins
+meanwhile is covered either way. Each write is one command on one slot, pipelined: a crash between them leaves the
 global record and the per-queue keys apart until the pause or resume is asked again.
 """
 
 from __future__ import annotations
 
-from redis.asyncio.client import Pipeline
-
 from xjobs.clock import Clock
 from xjobs.contract.introspection import Pause, PauseKind
-from xjobs_redis.executor import Command, Executor
+from xjobs_redis.executor import AnyPipeline, Command, Executor
 from xjobs_redis.keys import Keys
 
 
@@ -41,9 +39,9 @@ class Pauses:
             first.append(lambda pipe: pipe.set(flag, now))
             added, _ = await self._x.batch(first)
             return bool(added)
-        queues = self._k.queues()
-        first.append(lambda pipe: pipe.smembers(queues))
-        added, members = await self._x.batch(first)
+        queues, jobs = self._k.queues(), self._k.paused_jobs()
+        first += [lambda pipe: pipe.sadd(jobs, name), lambda pipe: pipe.smembers(queues)]
+        added, _, members = await self._x.batch(first)
         await self._x.batch([self._add(q, name) for q in sorted(map(str, members))])
         return bool(added)
 
@@ -53,12 +51,12 @@ class Pauses:
         first: list[Command] = [lambda pipe: pipe.hdel(pauses, field)]
         if kind == "queue":
             flag = self._k.paused(name)
-            first += [lambda pipe: pipe.delete(flag), lambda pipe: pipe.publish(channel, name)]
+            first += [lambda pipe: pipe.delete(flag), _publish(channel, name)]
             removed, *_ = await self._x.batch(first)
             return bool(removed)
-        queues = self._k.queues()
-        first.append(lambda pipe: pipe.smembers(queues))
-        removed, members = await self._x.batch(first)
+        queues, jobs = self._k.queues(), self._k.paused_jobs()
+        first += [lambda pipe: pipe.srem(jobs, name), lambda pipe: pipe.smembers(queues)]
+        removed, _, members = await self._x.batch(first)
         names = sorted(map(str, members))
         await self._x.batch([self._remove(q, name) for q in names] + [self._wake(q) for q in names])
         return bool(removed)
@@ -81,7 +79,7 @@ class Pauses:
     def _add(self, queue: str, name: str) -> Command:
         key = self._k.paused_names(queue)
 
-        def command(pipe: Pipeline) -> object:
+        def command(pipe: AnyPipeline) -> object:
             return pipe.sadd(key, name)
 
         return command
@@ -89,15 +87,20 @@ class Pauses:
     def _remove(self, queue: str, name: str) -> Command:
         key = self._k.paused_names(queue)
 
-        def command(pipe: Pipeline) -> object:
+        def command(pipe: AnyPipeline) -> object:
             return pipe.srem(key, name)
 
         return command
 
     def _wake(self, queue: str) -> Command:
-        channel = self._k.wake_channel()
+        return _publish(self._k.wake_channel(), queue)
 
-        def command(pipe: Pipeline) -> object:
-            return pipe.publish(channel, queue)
 
-        return command
+def _publish(channel: str, message: str) -> Command:
+    """A pipelined PUBLISH, by the command's name: a cluster pipeline blocks its `publish`
+    method, not the command."""
+
+    def command(pipe: AnyPipeline) -> object:
+        return pipe.execute_command("PUBLISH", channel, message)
+
+    return command

@@ -64,11 +64,18 @@ class RedisRetention:
             return int(await self._x.run(call))
         if store == "events":
             if dry:
-                return int(
-                    await self._x.run(calls.purge_events_count(self._k, cutoff_ms=cut.events))
-                )
+                return await self._events_due(cut.events)
             return await self._events.purge_expired(cut.events)
         return 0  # no outbox on Redis
+
+    async def _events_due(self, cutoff_ms: int) -> int:
+        """The events' dry run: the events sent before the cut-off (the events' slot), and each
+        queue's waits whose deadline fell before it (a ZCOUNT per queue, pipelined)."""
+        count = int(await self._x.run(calls.purge_events_count(self._k, cutoff_ms=cutoff_ms)))
+        names = await queues(self._x, self._k)
+        return count + sum(
+            int(n) for n in await self._x.batch([_lapsed(self._k, q, cutoff_ms) for q in names])
+        )
 
     async def _jobs(self, cut: PurgeCut, limit: int | None, *, dry: bool) -> int:
         """Queue by queue, state by state: read a batch of the state's index (oldest created first,
@@ -151,3 +158,9 @@ def _oldest(index: str, upto_ms: int, skip: int, size: int) -> Command:
 
 def _fields(job: str) -> Command:
     return lambda pipe: pipe.hmget(job, "state", "name", "finished_at_ms", "run_id")
+
+
+def _lapsed(keys: Keys, queue: str, cutoff_ms: int) -> Command:
+    """The count of `queue`'s waits whose deadline fell before `cutoff_ms`."""
+    deadlines = keys.event_deadlines(queue)
+    return lambda pipe: pipe.zcount(deadlines, "-inf", f"({cutoff_ms}")

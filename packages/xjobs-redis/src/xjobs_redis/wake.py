@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from redis.asyncio import Redis
 
 from xjobs.contract.backend import WakeSource
+from xjobs_redis.client import Client
 
 log = logging.getLogger("xjobs_redis.wake")
 
@@ -34,7 +35,7 @@ class WakeSubscriber:
 
     def __init__(
         self,
-        client: Redis,
+        client: Client,
         dial: Callable[[], Redis],
         channel: str,
         source: WakeSource,

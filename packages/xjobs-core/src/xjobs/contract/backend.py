@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from xjobs.clock import Clock
+from xjobs.contract.backfills import BackfillLedger
 from xjobs.contract.driver import BatchAck, JobDriver
 from xjobs.contract.introspection import JobIntrospection
+from xjobs.contract.rates import RateStore
 from xjobs.contract.results import ResultStore
 from xjobs.contract.retention import RetentionStore
 from xjobs.contract.stores import (
@@ -20,6 +22,7 @@ from xjobs.contract.stores import (
     StepStore,
     WorkerRegistry,
 )
+from xjobs.contract.webhooks import WebhookLedger
 from xjobs.errors import CapabilityMissingError
 
 CAPABILITIES: Final[frozenset[str]] = frozenset(
@@ -36,6 +39,9 @@ CAPABILITIES: Final[frozenset[str]] = frozenset(
         "results",
         "wake",
         "retention",
+        "rates",
+        "backfills",
+        "webhooks",
     }
 )
 # What a backend declares beyond its stores: `ack_many`, its driver settles many completions at once.
@@ -96,6 +102,9 @@ class Backend:
     results: ResultStore | None = None
     wake: WakeSource | None = None
     retention: RetentionStore | None = None
+    backfills: BackfillLedger | None = None
+    rates: RateStore | None = None
+    webhooks: WebhookLedger | None = None
     on_close: Callable[[], Awaitable[None]] | None = None
     on_install: Callable[[], Awaitable[None]] | None = None
     features: frozenset[str] = frozenset()

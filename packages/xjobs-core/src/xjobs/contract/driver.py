@@ -37,6 +37,7 @@ Outcome = Literal[
     "refused",
     "cancelled",
     "shed",
+    "deferred",
     "suspended",
     "interrupted",
     "handed-back",
@@ -61,6 +62,12 @@ class NewJob:
     dead_letter: bool
     enqueued_by: str | None
     traceparent: str | None
+    # Flow control on the idempotency namespace (docs/flow-control.md), at most one of the two.
+    # `debounce_ms`: a not-yet-claimed job of the namespace takes this row's payload and is due
+    # `debounce_ms` after the driver's now (created so when none is). `throttle_ms`: a job of the
+    # namespace created less than `throttle_ms` ago, live or finished, answers instead.
+    debounce_ms: int | None = None
+    throttle_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

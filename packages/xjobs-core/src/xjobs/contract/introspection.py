@@ -34,10 +34,11 @@ HOUR_MS: Final = 60 * MINUTE_MS
 DAY_MS: Final = 24 * HOUR_MS
 CounterTier = Literal["minute", "hour", "day"]
 TIER_MS: Final[dict[str, int]] = {"minute": MINUTE_MS, "hour": HOUR_MS, "day": DAY_MS}
-# What a counter counts: the endings an operator reads throughput and failure rate from. A shed,
-# a suspension, a hand-back and a drain's interruption add nothing.
+# What a counter counts: the endings an operator reads throughput and failure rate from, and the
+# rate limiter's deferrals (so an operator sees a job held back by its rate). A shed, a
+# suspension, a hand-back and a drain's interruption add nothing.
 COUNTED_OUTCOMES: Final[frozenset[str]] = frozenset(
-    {"completed", "retried", "dead-lettered", "dropped", "refused", "cancelled"}
+    {"completed", "retried", "dead-lettered", "dropped", "refused", "cancelled", "deferred"}
 )
 
 PauseKind = Literal["queue", "job"]

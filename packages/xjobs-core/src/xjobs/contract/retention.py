@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
+from asyncio import sleep
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from time import monotonic
 from typing import Final, Literal, Protocol, runtime_checkable
 
 from xjobs.contract.introspection import CounterTier
 from xjobs.errors import OptionInvalidError
-from xjobs.options import duration_ms, finite_count
+from xjobs.options import duration_ms, finite_count, finite_option
 
 # The stores a purge pass visits, in this order (each is one durable step of the purge job).
 PurgeStore = Literal["jobs", "events", "outbox", "workers", "counters"]
@@ -22,6 +23,9 @@ DEFAULT_PURGE_BATCH: Final = 1_000
 MAX_PURGE_BATCH: Final = 10_000
 # A pass stops a store after this many batches (the next pass goes on): a pass always ends.
 MAX_BATCHES_PER_PASS: Final = 10_000
+# The share of a purge's time spent in its batches: the rest it sleeps, so the hot path's claims
+# and settles (and the autovacuum behind the deletes) get the database (W9 in the bench).
+DEFAULT_PURGE_DUTY: Final = 0.25
 DAY: Final = timedelta(days=1)
 
 
@@ -39,8 +43,10 @@ class Retention:
     bucket only once it is folded into its hour and day). A job declared with
     `@job(retention=...)` is kept that long in every finished state instead.
     The purge job runs on `cron` (UTC) on the scheduler's leader, in `queue`, `batch` rows a
-    transaction, `pause` between two batches of a store (the purge yields the database to the
-    hot path: a backlog of a million rows takes a little longer, a claim waits on nothing).
+    transaction. It is paced by a duty cycle: after a batch that took `d`, it sleeps
+    `d × (1 − duty) / duty`, at least `pause`, so it holds the database `duty` of the time
+    whatever the load (a slow batch on a busy database buys a longer rest; a backlog of a million
+    rows takes longer, the claims and settles beside it keep their pace).
     """
 
     completed: timedelta = DAY
@@ -56,7 +62,8 @@ class Retention:
     cron: str = "*/5 * * * *"
     queue: str = "default"
     batch: int = DEFAULT_PURGE_BATCH
-    pause: timedelta = timedelta(milliseconds=20)
+    pause: timedelta = timedelta(milliseconds=5)
+    duty: float = DEFAULT_PURGE_DUTY
     # Each `timedelta` above in ms, validated once.
     kept_ms: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
@@ -80,6 +87,7 @@ class Retention:
             )
         finite_count("retention batch", self.batch, minimum=1, maximum=MAX_PURGE_BATCH)
         duration_ms("retention pause", self.pause, allow_zero=True)
+        pacing_duty(self.duty)
         object.__setattr__(self, "kept_ms", kept)
 
     def cut(self, now_ms: int, per_job: Mapping[str, int] | None = None) -> PurgeCut:
@@ -98,6 +106,14 @@ class Retention:
     def ttl_ms(self, state: str, per_job_ms: int | None) -> int:
         """How long a job that finished in `state` is kept (its own keep when it declares one)."""
         return per_job_ms if per_job_ms is not None else self.kept_ms[state]
+
+
+def pacing_duty(duty: object) -> float:
+    """A duty cycle in (0, 1] (1: no rest but the pause), or `OptionInvalidError`."""
+    value = finite_option("retention duty", duty, maximum=1.0)
+    if value <= 0:
+        raise OptionInvalidError(f"retention duty must be above 0, got {duty!r}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,12 +205,15 @@ class StoreTarget:
         cut: Callable[[int], PurgeCut],
         batch: int = DEFAULT_PURGE_BATCH,
         pause: timedelta = timedelta(0),
+        duty: float = 1.0,
     ) -> None:
         self._store: PurgeStore = store
         self._retention = retention
         self._cut = cut
         self._batch = finite_count("purge batch", batch, minimum=1, maximum=MAX_PURGE_BATCH)
         self._pause_s = duration_ms("purge pause", pause, allow_zero=True) / 1000
+        duty = pacing_duty(duty)
+        self._rest_per_s = (1 - duty) / duty  # seconds of rest per second of batch
 
     @property
     def name(self) -> str:
@@ -202,17 +221,19 @@ class StoreTarget:
         return self._store
 
     async def purge_expired(self, now_ms: int) -> int:
-        """Batches of `batch` rows, `pause` apart, until one comes back short (or the pass's
-        batch bound)."""
+        """Batches of `batch` rows until one comes back short (or the pass's batch bound), each
+        followed by a rest of its own duration × (1 − duty) / duty, at least `pause`."""
         store, cut = self._retention(), self._cut(now_ms)
         total = 0
         for _ in range(MAX_BATCHES_PER_PASS):
+            started = monotonic()
             gone = await store.purge(self._store, cut, self._batch)
             total += gone
             if gone < self._batch:
                 break
-            if self._pause_s:
-                await asyncio.sleep(self._pause_s)
+            rest = max((monotonic() - started) * self._rest_per_s, self._pause_s)
+            if rest > 0:
+                await sleep(rest)
         return total
 
     async def count_expired(self, now_ms: int) -> int:

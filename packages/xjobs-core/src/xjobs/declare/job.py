@@ -6,12 +6,13 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar, overload
 
 from pydantic import BaseModel
 
 from xjobs.declare.concurrency import Concurrency, ResolvedConcurrency, resolve_concurrency
 from xjobs.declare.keys import derive_str
+from xjobs.declare.rate import Rate, ResolvedRate, resolve_rates
 from xjobs.declare.retry import Retry
 from xjobs.declare.tenant import JobTenant, resolve_tenant
 from xjobs.errors import (
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
     from xjobs.memory.outbox import MemoryTransaction
     from xjobs.run.context import JobContext, SyncJobContext
 
-    SyncConnection = psycopg.Connection[Any] | MemoryTransaction
-    AsyncConnection = psycopg.AsyncConnection[Any] | asyncpg.Connection
+    SyncConnection: TypeAlias = psycopg.Connection[Any] | MemoryTransaction
+    AsyncConnection: TypeAlias = psycopg.AsyncConnection[Any] | asyncpg.Connection
 
 I = TypeVar("I", bound=BaseModel)  # noqa: E741 - the input model, as in the public signatures
 MIN_PRIORITY = 0
@@ -48,11 +49,14 @@ SyncBody = Callable[["SyncJobContext", I], object]
 
 @dataclass(frozen=True, slots=True)
 class EnqueueOptions:
-    """Per-call overrides of one enqueue: when it may run and at which priority."""
+    """Per-call overrides of one enqueue: when it may run, at which priority, and its flow control
+    on the idempotency namespace (`debounce` or `throttle`, docs/flow-control.md)."""
 
     delay: timedelta | None = None
     run_at: datetime | None = None
     priority: int | None = None
+    debounce: timedelta | None = None
+    throttle: timedelta | None = None
 
 
 class Enqueuer(Protocol):
@@ -94,6 +98,7 @@ class JobHandle(Generic[I]):
         "on_settled",
         "priority",
         "queue",
+        "rates",
         "redact_input",
         "result_max_bytes",
         "retention_ms",
@@ -123,8 +128,11 @@ class JobHandle(Generic[I]):
         on_settled: Callable[..., Awaitable[None]] | None,
         result_max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         retention_ms: int | None = None,
+        rates: tuple[ResolvedRate, ...] = (),
     ) -> None:
         self.fn = fn
+        # The rates a run takes a permit of before it starts (`rate=`), every one applying.
+        self.rates = rates
         # How long a finished job of this name is kept (`None`: the app's policy for its state).
         self.retention_ms = retention_ms
         self.sync = not inspect.iscoroutinefunction(fn)
@@ -197,9 +205,18 @@ class JobHandle(Generic[I]):
         delay: timedelta | None = None,
         run_at: datetime | None = None,
         priority: int | None = None,
+        debounce: timedelta | None = None,
+        throttle: timedelta | None = None,
     ) -> EnqueueResult:
-        """Validate `input`, derive its key and tenant, and enqueue one job."""
-        options = EnqueueOptions(delay=delay, run_at=run_at, priority=priority)
+        """Validate `input`, derive its key and tenant, and enqueue one job.
+
+        `debounce=`: a not-yet-claimed job of the same key takes this input and runs `debounce`
+        after the last such enqueue. `throttle=`: at most one job of the key per `throttle`, the
+        rest answer it (`deduped=True`). See docs/flow-control.md.
+        """
+        options = EnqueueOptions(
+            delay=delay, run_at=run_at, priority=priority, debounce=debounce, throttle=throttle
+        )
         (result,) = await self._require_enqueuer().enqueue_inputs(self, [input], options)
         return result
 
@@ -219,9 +236,16 @@ class JobHandle(Generic[I]):
         delay: timedelta | None = None,
         run_at: datetime | None = None,
         priority: int | None = None,
+        debounce: timedelta | None = None,
+        throttle: timedelta | None = None,
     ) -> list[EnqueueResult]:
-        """Enqueue many inputs in one round trip; answers one result per input, in order."""
-        options = EnqueueOptions(delay=delay, run_at=run_at, priority=priority)
+        """Enqueue many inputs in one round trip; answers one result per input, in order.
+
+        With `debounce=` or `throttle=`, inputs of one key apply in order, as that many enqueues.
+        """
+        options = EnqueueOptions(
+            delay=delay, run_at=run_at, priority=priority, debounce=debounce, throttle=throttle
+        )
         return await self._require_enqueuer().enqueue_inputs(self, list(inputs), options)
 
     @overload
@@ -403,6 +427,7 @@ def _build(fn: Callable[..., object], options: dict[str, Any]) -> JobHandle[Any]
             "result_max_bytes", options["result_max_bytes"], minimum=1, maximum=MAX_RESULT_BYTES
         ),
         retention_ms=optional_duration_ms("retention", options["retention"]),
+        rates=resolve_rates(options["rate"], what=f"rate of job {label!r}"),
     )
 
 
@@ -419,6 +444,7 @@ def job(
     step_timeout: timedelta | None = ...,
     event_poll: timedelta | None = ...,
     concurrency: int | Concurrency | None = ...,
+    rate: Rate | Sequence[Rate] | None = ...,
     name: str | None = ...,
     input_model: type[I] | None = ...,
     redact_input: Callable[[I], object] | None = ...,
@@ -441,6 +467,7 @@ def job(
     step_timeout: timedelta | None = ...,
     event_poll: timedelta | None = ...,
     concurrency: int | Concurrency | None = ...,
+    rate: Rate | Sequence[Rate] | None = ...,
     name: str | None = ...,
     input_model: type[BaseModel] | None = ...,
     redact_input: Callable[[Any], object] | None = ...,
@@ -462,6 +489,7 @@ def job(
     step_timeout: timedelta | None = None,
     event_poll: timedelta | None = None,
     concurrency: int | Concurrency | None = None,
+    rate: Rate | Sequence[Rate] | None = None,
     name: str | None = None,
     input_model: type[BaseModel] | None = None,
     redact_input: Callable[[Any], object] | None = None,
@@ -486,6 +514,7 @@ def job(
         "step_timeout": step_timeout,
         "event_poll": event_poll,
         "concurrency": concurrency,
+        "rate": rate,
         "name": name,
         "input_model": input_model,
         "redact_input": redact_input,

@@ -12,6 +12,7 @@ from xjobs.contract.driver import EnqueueResult, JobDriver, NewJob
 from xjobs.contract.results import ResultStore
 from xjobs.contract.stores import OutboxStore
 from xjobs.declare.job import MAX_PRIORITY, MIN_PRIORITY, EnqueueOptions, JobHandle
+from xjobs.enqueue.flow import fold, resolve_flow
 from xjobs.enqueue.result_wait import wait_for_result
 from xjobs.errors import CapabilityMissingError, OptionInvalidError
 from xjobs.ids import new_id
@@ -106,11 +107,16 @@ class JobsFacade:
     async def _enqueue(
         self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
     ) -> list[EnqueueResult]:
+        flow = resolve_flow(options)  # refused before any row is built or written
         rows = self.build(handle, inputs, options)
         if not rows:
             return []
+        if flow is None:
+            answered = await self._driver.enqueue(rows)
+        else:
+            folded = fold(rows, flow)
+            answered = folded.answers(await self._driver.enqueue(folded.rows))
         # rebuilt, not `dataclasses.replace`d: this runs once per enqueued job
-        answered = await self._driver.enqueue(rows)
         return [EnqueueResult(r.job_id, r.run_id, r.deduped, handle) for r in answered]
 
     async def result(self, handle: JobHandle[Any], job_id: str, within: timedelta | None) -> Any:
@@ -132,6 +138,11 @@ class JobsFacade:
         if self._outbox is None:
             raise CapabilityMissingError(
                 "this App has no outbox: its backend offers none; pass App(outbox='postgresql://…')"
+            )
+        if resolve_flow(options) is not None:
+            raise OptionInvalidError(
+                "debounce= and throttle= act on the jobs already enqueued, which a staged row "
+                "cannot see before its transaction commits; enqueue instead of stage"
             )
         if self._observer.enabled:
             # a stage is a send not yet made: its span is the context the relay's job stamps

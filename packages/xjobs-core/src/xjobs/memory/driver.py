@@ -38,6 +38,8 @@ class _Queue:
     due: list[_Entry] = field(default_factory=list)
     delayed: list[tuple[int, str, int]] = field(default_factory=list)  # (run_at_ms, id, version)
     running: set[str] = field(default_factory=set)
+    # (lease_until_ms, id) of each lease given or renewed: a claim sweeps only the lapsed ones
+    leases: list[tuple[int, str]] = field(default_factory=list)
 
 
 class MemoryJobDriver:
@@ -54,6 +56,8 @@ class MemoryJobDriver:
         self._rows: dict[str, JobRow] = {}
         self._versions: dict[str, int] = {}
         self._live: dict[tuple[str, str, str], str] = {}
+        # namespace -> (job id, throttle_until_ms) of the last throttled job created in it
+        self._throttled: dict[tuple[str, str, str], tuple[str, int]] = {}
         self._queues: dict[str, _Queue] = {}
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -114,6 +118,32 @@ class MemoryJobDriver:
         self._wake.emit(row.queue)
         return True
 
+    def _flow_holder(self, job: NewJob, namespace: tuple[str, str, str], now: int) -> JobRow | None:
+        """The job a debounced or throttled row folds into, changed as the flow says, or `None`.
+
+        Debounce: the namespace's live job, when no claim has taken it yet (ready, claims 0),
+        takes the row's input and is due `debounce_ms` from now. Throttle: the namespace's last
+        throttled job while its window is open, whatever its state.
+        """
+        if job.throttle_ms is not None:
+            held = self._throttled.get(namespace)
+            if held is None:
+                return None
+            if held[1] <= now:
+                del self._throttled[namespace]
+                return None
+            return self._rows.get(held[0])
+        live_id = self._live.get(namespace)
+        row = self._rows.get(live_id) if live_id is not None else None
+        if row is None or row.state != "ready" or row.claims != 0 or job.debounce_ms is None:
+            return None
+        row.payload = job.payload
+        row.enqueued_by = job.enqueued_by
+        row.traceparent = job.traceparent
+        row.run_at_ms = now + job.debounce_ms
+        self._touch(row, now)
+        return row
+
     # -- the contract ------------------------------------------------------------------------
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
@@ -123,12 +153,20 @@ class MemoryJobDriver:
         for job in jobs:
             existing = self._rows.get(job.id)
             if existing is None:
-                live_id = self._live.get((job.name, job.tenant_id or "", job.idempotency_key))
-                existing = self._rows.get(live_id) if live_id is not None else None
+                namespace = (job.name, job.tenant_id or "", job.idempotency_key)
+                if job.debounce_ms is not None or job.throttle_ms is not None:
+                    existing = self._flow_holder(job, namespace, now)
+                if existing is None:
+                    live_id = self._live.get(namespace)
+                    existing = self._rows.get(live_id) if live_id is not None else None
             if existing is not None:
                 results.append(EnqueueResult(existing.id, existing.run_id, deduped=True))
                 continue
             row = JobRow.from_new(job, now)
+            if job.debounce_ms is not None:
+                row.run_at_ms = now + job.debounce_ms
+            elif job.throttle_ms is not None:
+                self._throttled[row.namespace] = (row.id, now + job.throttle_ms)
             self._rows[row.id] = row
             self._touch(row, now)
             results.append(EnqueueResult(row.id, row.run_id, deduped=False))
@@ -179,6 +217,7 @@ class MemoryJobDriver:
             row.claimed_by = options.worker_id
             row.lease_until_ms = now + options.lease_ms
             self._touch(row, now)
+            self._leased(self._queues[queue_name], row)
             claimed.append(row.claimed())
             quota[queue_name] -= 1
             if quota[queue_name] == 0:
@@ -187,13 +226,24 @@ class MemoryJobDriver:
             heapq.heappush(self._queues[queue_name].due, entry)
         return ClaimResult(jobs=tuple(claimed), buried=tuple(r.buried() for r in buried))
 
+    def _leased(self, queue: _Queue, row: JobRow) -> None:
+        """Note `row`'s new lease; entries of settled or renewed leases are dropped once they
+        outnumber the running jobs."""
+        assert row.lease_until_ms is not None
+        heapq.heappush(queue.leases, (row.lease_until_ms, row.id))
+        if len(queue.leases) > 2 * len(queue.running) + 64:
+            held = ((self._rows[i].lease_until_ms, i) for i in queue.running)
+            queue.leases = [(at, i) for at, i in held if at is not None]
+            heapq.heapify(queue.leases)
+
     def _sweep_lapsed(self, queue: _Queue, now: int) -> list[JobRow]:
         """Lapsed leases become claimable again, except on the final attempt: those are buried."""
         buried: list[JobRow] = []
-        for job_id in sorted(queue.running):
-            row = self._rows[job_id]
-            if row.lease_until_ms is None or row.lease_until_ms > now:
-                continue
+        while queue.leases and queue.leases[0][0] <= now:
+            at, job_id = heapq.heappop(queue.leases)
+            row = self._rows.get(job_id)
+            if row is None or row.state != "running" or row.lease_until_ms != at:
+                continue  # settled, or renewed: a later entry holds its lease
             if row.attempt >= row.max_attempts:
                 row.state = "dead" if row.dead_letter else "failed"
                 row.finished_at_ms = now
@@ -291,6 +341,7 @@ class MemoryJobDriver:
         now = self._clock.now_ms()
         row.lease_until_ms = now + lease_ms
         row.updated_at_ms = now
+        self._leased(self._queue(row.queue), row)
         return True
 
     async def record_progress(self, claim: Claim, progress: float) -> bool:

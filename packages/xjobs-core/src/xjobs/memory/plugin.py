@@ -11,15 +11,18 @@ from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend, WakeSource
 from xjobs.contract.hookspecs import hookimpl
 from xjobs.contract.plugins import BackendFactory
+from xjobs.memory.backfills import MemoryBackfillLedger
 from xjobs.memory.driver import MemoryJobDriver
 from xjobs.memory.events import MemoryEventBus
 from xjobs.memory.introspection import MemoryIntrospection
 from xjobs.memory.outbox import MemoryOutboxStore
+from xjobs.memory.rates import MemoryRateStore
 from xjobs.memory.results import MemoryResults
 from xjobs.memory.retention import MemoryRetention
 from xjobs.memory.scheduler import MemoryLeader, MemorySchedulerState
 from xjobs.memory.slots import MemorySlotStore
 from xjobs.memory.steps import MemoryStepStore
+from xjobs.memory.webhooks import MemoryWebhookLedger
 from xjobs.memory.workers import MemoryWorkerRegistry
 
 _named: dict[str, Backend] = {}
@@ -38,6 +41,8 @@ def _fresh(url: str, clock: Clock) -> Backend:
         jobs=jobs,
         workers=workers,
         slots=MemorySlotStore(clock),
+        rates=MemoryRateStore(clock),
+        webhooks=MemoryWebhookLedger(),
         steps=MemoryStepStore(jobs),
         events=events,
         outbox=MemoryOutboxStore(clock, wake),
@@ -47,6 +52,7 @@ def _fresh(url: str, clock: Clock) -> Backend:
         results=MemoryResults(jobs),
         wake=wake,
         retention=MemoryRetention(jobs, events, workers),
+        backfills=MemoryBackfillLedger(clock),
         features=frozenset({"ack_many"}),
     )
 

@@ -2,6 +2,8 @@
 
 A loop beats after every pass with how long it will wait before the next one; it is alive while
 it is not overdue by more than `grace_s` (a blocked event loop or a hung pass stops the beats).
+A role that drains (SIGTERM) stops beating on purpose: it is alive until its drain's deadline
+(plus the grace) and, meanwhile, not ready.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Liveness:
     def __init__(self, grace_s: float = DEFAULT_GRACE_S) -> None:
         self.grace_s = grace_s
         self._due: dict[str, float] = {}
+        self._draining: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def beat(self, role: str, next_within_s: float) -> None:
@@ -41,13 +44,30 @@ class Liveness:
         with self._lock:
             self._due[role] = due
 
+    def drain(self, role: str, within_s: float) -> None:
+        """`role` stopped taking work and drains for at most `within_s`: its loop beats no more."""
+        ends = time.monotonic() + max(within_s, 0.0)
+        with self._lock:
+            self._draining[role] = ends
+            self._due[role] = ends
+
+    def draining(self) -> list[str]:
+        """The roles of this process that are draining."""
+        with self._lock:
+            return sorted(self._draining)
+
     def verdict(self) -> Verdict:
-        """Alive unless a loop is overdue by more than the grace (a loop not yet started is alive)."""
+        """Alive unless a loop is overdue by more than the grace (a loop not yet started is alive;
+        a draining one is due back at its drain's deadline)."""
         now = time.monotonic()
         with self._lock:
             due = dict(self._due)
+            draining = set(self._draining)
         overdue = {role: round(now - at, 3) for role, at in due.items() if now - at > self.grace_s}
-        loops = {role: "overdue" if role in overdue else "ok" for role in due}
+        loops = {
+            role: "overdue" if role in overdue else "draining" if role in draining else "ok"
+            for role in due
+        }
         return Verdict(
             not overdue,
             {"status": "unhealthy" if overdue else "ok", "loops": loops, "overdue_s": overdue},
@@ -67,9 +87,18 @@ def backend_probe(read: Callable[[str], Awaitable[object]]) -> Probe:
 
 
 def readiness(
-    probe: Probe, loop: asyncio.AbstractEventLoop, timeout_s: float = READY_TIMEOUT_S
+    probe: Probe,
+    loop: asyncio.AbstractEventLoop,
+    timeout_s: float = READY_TIMEOUT_S,
+    liveness: Liveness | None = None,
 ) -> Verdict:
-    """Run `probe` on the role's loop from another thread: ready when it answers within `timeout_s`."""
+    """Run `probe` on the role's loop from another thread: ready when it answers within `timeout_s`.
+
+    A process with a draining role is not ready, whatever the backend says (it takes no more work).
+    """
+    draining = liveness.draining() if liveness is not None else []
+    if draining:
+        return Verdict(False, {"status": "draining", "draining": draining})
     if loop.is_closed():
         return Verdict(False, {"status": "unready", "error": "the event loop is closed"})
     future = asyncio.run_coroutine_threadsafe(_call(probe), loop)

@@ -42,7 +42,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/healthz" and ends.liveness is not None:
             self._verdict(ends.liveness.verdict())
         elif path == "/readyz" and ends.probe is not None and ends.loop is not None:
-            self._verdict(readiness(ends.probe, ends.loop))
+            self._verdict(readiness(ends.probe, ends.loop, liveness=ends.liveness))
         else:
             self._send(404, b"not found\n", "text/plain; charset=utf-8")
 

@@ -135,6 +135,33 @@ class _Family:
         return child
 
 
+class JobMetrics:
+    """One (queue, job)'s children, bound once: a run's start, end and settle touch them with no
+    label lookup (`labels()` takes a lock and builds a key; this runs for every job)."""
+
+    __slots__ = ("_job", "_queue", "_settled", "_settled_by", "duration", "lateness", "running")
+
+    def __init__(
+        self, families: tuple[_Family, _Family, _Family, _Family], queue: str, job: str
+    ) -> None:
+        running, lateness, duration, settled = families
+        self.running = running.child(queue)
+        self.lateness = lateness.child(queue, job)
+        self.duration = duration.child(queue, job)
+        self._settled = settled
+        self._queue = queue
+        self._job = job
+        self._settled_by: dict[str, Any] = {}
+
+    def settled(self, outcome: str) -> None:
+        """One run ended with `outcome`."""
+        child = self._settled_by.get(outcome)
+        if child is None:
+            label = OUTCOME_LABELS.get(outcome, outcome)
+            child = self._settled_by[outcome] = self._settled.child(self._queue, self._job, label)
+        child.inc()
+
+
 class Metrics:
     """This process's xjobs metrics in their own `CollectorRegistry` (the default one is untouched)."""
 
@@ -206,7 +233,17 @@ class Metrics:
         self._lateness: _Family = _Family(self._lateness_metric)
         self._running: _Family = _Family(self._running_metric)
         self._leader: _Family = _Family(self._leader_metric)
+        self._jobs: dict[tuple[str, str], JobMetrics] = {}
         reg.register(_BackendCollector(self.snapshot))
+
+    def job(self, queue: str, job: str) -> JobMetrics:
+        """The children of `job` in `queue`, bound on first use."""
+        key = (queue, job)
+        bound = self._jobs.get(key)
+        if bound is None:
+            families = (self._running, self._lateness, self._duration, self._settled)
+            bound = self._jobs.setdefault(key, JobMetrics(families, queue, job))
+        return bound
 
     def enqueued(self, queue: str, job: str, count: int) -> None:
         """`count` new jobs in `queue`."""
@@ -215,8 +252,7 @@ class Metrics:
 
     def settled(self, queue: str, job: str, outcome: str) -> None:
         """One run ended with `outcome`."""
-        label = OUTCOME_LABELS.get(outcome, outcome)
-        self._settled.child(queue, job, label).inc()
+        self.job(queue, job).settled(outcome)
 
     def lease_lost(self, queue: str, job: str) -> None:
         """One settle missed its fence."""
@@ -237,14 +273,16 @@ class Metrics:
 
     def started(self, queue: str, job: str, lateness_s: float | None) -> None:
         """A run started: one more running, and its lateness when the due time is known."""
-        self._running.child(queue).inc()
+        bound = self.job(queue, job)
+        bound.running.inc()
         if lateness_s is not None:
-            self._lateness.child(queue, job).observe(max(lateness_s, 0.0))
+            bound.lateness.observe(max(lateness_s, 0.0))
 
     def ended(self, queue: str, job: str, duration_s: float) -> None:
         """A run ended after `duration_s`."""
-        self._running.child(queue).dec()
-        self._duration.child(queue, job).observe(duration_s)
+        bound = self.job(queue, job)
+        bound.running.dec()
+        bound.duration.observe(duration_s)
 
     def leader(self, role: str, leading: bool) -> None:
         """1 while this process leads as `role`, else 0."""

@@ -82,6 +82,10 @@ class Observer(Protocol):
         """A role's loop finished a pass and will be back within `next_within_s` seconds."""
         ...
 
+    def draining(self, role: str, within_s: float) -> None:
+        """A role stopped taking work (SIGTERM) and drains for at most `within_s` seconds."""
+        ...
+
 
 class _Sent:
     """A `Sending` that ignores what it is told."""
@@ -141,6 +145,9 @@ class NoopObserver:
         """Nothing listens."""
 
     def loop_beat(self, role: str, next_within_s: float) -> None:
+        """Nothing listens."""
+
+    def draining(self, role: str, within_s: float) -> None:
         """Nothing listens."""
 
 

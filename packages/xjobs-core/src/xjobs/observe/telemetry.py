@@ -14,7 +14,7 @@ from xjobs.clock import Clock
 from xjobs.contract.driver import ClaimedJob, NewJob, Outcome
 from xjobs.errors import OptionInvalidError
 from xjobs.observe.health import DEFAULT_GRACE_S, Liveness
-from xjobs.observe.metrics import Metrics
+from xjobs.observe.metrics import JobMetrics, Metrics
 from xjobs.observe.observer import Sending
 from xjobs.observe.snapshot import REFRESH_EVERY_S, ReadView
 from xjobs.observe.tracing import OpenSpan, Tracing
@@ -63,28 +63,35 @@ class _Running:
     """One run observed: the running gauge and lateness at the start, the span around it, the
     duration at the end (a class, not a generator: this runs once per job)."""
 
-    __slots__ = ("_job", "_span", "_started", "_telemetry")
+    __slots__ = ("_bound", "_job", "_span", "_started", "_telemetry")
 
     def __init__(self, telemetry: Telemetry, job: ClaimedJob) -> None:
         self._telemetry = telemetry
         self._job = job
         self._started = 0.0
         self._span: OpenSpan | None = None
+        self._bound: JobMetrics | None = None
 
     def __enter__(self) -> None:
         telemetry, job = self._telemetry, self._job
         self._started = time.perf_counter()
-        if telemetry.metrics is not None:
-            telemetry.metrics.started(job.queue, job.name, telemetry.lateness_s(job))
+        metrics = telemetry.metrics
+        if metrics is not None:
+            bound = self._bound = metrics.job(job.queue, job.name)
+            bound.running.inc()
+            lateness = telemetry.lateness_s(job)
+            if lateness is not None:
+                bound.lateness.observe(max(lateness, 0.0))
         if telemetry.tracing is not None:
             self._span = telemetry.tracing.start_run(job)
 
     def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
         if self._span is not None:
             self._span.close(error)
-        metrics, job = self._telemetry.metrics, self._job
-        if metrics is not None:
-            metrics.ended(job.queue, job.name, time.perf_counter() - self._started)
+        bound = self._bound
+        if bound is not None:
+            bound.running.dec()
+            bound.duration.observe(time.perf_counter() - self._started)
 
 
 class Telemetry:
@@ -251,3 +258,8 @@ class Telemetry:
         metrics = self.metrics
         if metrics is not None and self._gauges == "always" and self._read_view is not None:
             metrics.snapshot.serve(self._read_view, self._refresh_s)
+
+    def draining(self, role: str, within_s: float) -> None:
+        """A draining role: not ready, and alive until its drain's deadline (plus the grace)."""
+        if self.liveness is not None:
+            self.liveness.drain(role, within_s)

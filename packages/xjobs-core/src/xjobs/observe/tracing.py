@@ -113,6 +113,8 @@ class Tracing:
         self.context = context
         self.kinds = trace.SpanKind
         self.tracer = trace.get_tracer("xjobs", __version__, tracer_provider=tracer_provider)
+        # The last traceparent read and what it parsed to: the jobs of one batch share it.
+        self._last: tuple[str | None, Any, Any, tuple[Any, ...]] = (None, None, None, ())
 
     def error_status(self, description: str) -> Any:
         """An error status with `description`."""
@@ -150,10 +152,20 @@ class Tracing:
             attributes["messaging.batch.message_count"] = count
         return _SendSpan(self, f"send {queue}", attributes)
 
+    def _origin(self, traceparent: str | None) -> tuple[Any, tuple[Any, ...]]:
+        """The parent context of a run and its links, from its stamped traceparent (the last one
+        parsed is kept: the jobs of one enqueue_many, one stage, one relay pass share it)."""
+        last = self._last
+        if traceparent == last[0] and traceparent is not None:
+            return last[1], last[3]
+        parent, span_context = self._parent(traceparent)
+        links = (self.api.Link(span_context),) if span_context is not None else ()
+        self._last = (traceparent, parent, span_context, links)
+        return parent, links
+
     def start_run(self, job: ClaimedJob) -> OpenSpan:
         """The CONSUMER span of one run, made current: a child of the enqueue's context, linked to it."""
-        parent, span_context = self._parent(job.traceparent)
-        links = (self.api.Link(span_context),) if span_context is not None else ()
+        parent, links = self._origin(job.traceparent)
         attributes: dict[str, Any] = {
             "messaging.system": SYSTEM,
             "messaging.destination.name": job.queue,

@@ -24,7 +24,7 @@ from xjobs.roles.waker import Waker
 from xjobs.roles.worker_options import WorkerOptions
 from xjobs.roles.worker_stats import WorkerStats
 from xjobs.run.ack_batch import AckBatcher
-from xjobs.run.admit import assert_enforceable
+from xjobs.run.admit import LocalRates, RateGate, assert_enforceable
 from xjobs.run.claimed import RunWiring, announce_buried, run_claimed
 from xjobs.run.settle import Settler
 from xjobs.run.settled import SettledHook
@@ -79,6 +79,9 @@ class Worker:
             lease_ms=options.lease_ms,
             heartbeat_ms=options.heartbeat_ms,
             threads=BodyThreads(options.threads),
+            rates=RateGate(
+                backend.rates, LocalRates(clock), options.queue_rates, options.global_rates
+            ),
         )
         self._state: RoleState = "new"
         self._accepting = False
@@ -118,7 +121,7 @@ class Worker:
         if self._state != "new":
             raise WorkerStateError(f"worker {self.id} is {self._state}; a worker starts once")
         served = [h for h in self._registry.jobs.values() if h.queue in self.options.queues]
-        assert_enforceable(served, self._backend.slots)
+        assert_enforceable(served, self._backend.slots, self._wiring.rates)
         self._state = "running"
         self._accepting = True
         self._until_idle = until_idle

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TypedDict, Unpack
 
+from xjobs.declare.rate import Rate, ResolvedRate, resolve_rates
 from xjobs.errors import OptionInvalidError
 from xjobs.names import validate_queue
 from xjobs.options import duration_ms, finite_count
@@ -32,6 +33,9 @@ class WorkerOptions:
     drain_timeout_ms: int
     drain_margin_ms: int
     threads: int
+    # The worker's own rates, beside each job's: per queue it serves, and over all of them.
+    queue_rates: Mapping[str, tuple[ResolvedRate, ...]] = field(default_factory=dict)
+    global_rates: tuple[ResolvedRate, ...] = ()
 
     @property
     def slots(self) -> int:
@@ -50,6 +54,8 @@ class WorkerKwargs(TypedDict, total=False):
     drain_timeout: timedelta
     drain_margin: timedelta
     threads: int | None
+    queue_rates: Mapping[str, Rate | Sequence[Rate]]
+    global_rate: Rate | Sequence[Rate] | None
 
 
 def resolve_worker_options(
@@ -115,4 +121,18 @@ def resolve_worker_options(
         # the margin is kept for settling before the deadline; it never eats more than half of it
         drain_margin_ms=min(drain_margin_ms, drain_timeout_ms // 2),
         threads=thread_cap,
+        queue_rates=_queue_rates(knobs.get("queue_rates", {}), names),
+        global_rates=resolve_rates(knobs.get("global_rate"), what="global_rate"),
     )
+
+
+def _queue_rates(
+    declared: Mapping[str, Rate | Sequence[Rate]], names: tuple[str, ...]
+) -> dict[str, tuple[ResolvedRate, ...]]:
+    """`queue_rates` checked: each names a queue this worker serves."""
+    if not isinstance(declared, Mapping):
+        raise OptionInvalidError("queue_rates must map queue names to an xjobs.Rate")
+    unknown = sorted(set(declared) - set(names))
+    if unknown:
+        raise OptionInvalidError(f"queue_rates names queues this worker does not serve: {unknown}")
+    return {q: resolve_rates(r, what=f"queue_rates[{q!r}]") for q, r in declared.items()}

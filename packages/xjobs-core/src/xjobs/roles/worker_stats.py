@@ -14,6 +14,7 @@ _FIELD_OF: dict[str, str] = {
     "refused": "refused",
     "cancelled": "cancelled",
     "shed": "shed",
+    "deferred": "deferred",
     "suspended": "suspended",
     "interrupted": "interrupted",
     "handed-back": "handed_back",
@@ -36,6 +37,7 @@ class WorkerStats:
     refused: int = 0
     cancelled: int = 0
     shed: int = 0
+    deferred: int = 0
     suspended: int = 0
     interrupted: int = 0
     lease_lost: int = 0

@@ -10,7 +10,7 @@ from xjobs.contract.backend import Backend
 from xjobs.contract.driver import BuriedJob, ClaimedJob
 from xjobs.contract.stores import SlotHolder
 from xjobs.declare.registry import Registry
-from xjobs.run.admit import admit
+from xjobs.run.admit import RateGate, admit
 from xjobs.run.execute import execute_job
 from xjobs.run.heartbeat import LeaseKeeper
 from xjobs.run.record import RunRecord
@@ -32,6 +32,7 @@ class RunWiring:
     lease_ms: int
     heartbeat_ms: int
     threads: BodyThreads
+    rates: RateGate | None = None
 
 
 async def run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) -> Execution:
@@ -51,7 +52,7 @@ async def _run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) ->
     slots = wiring.backend.slots
     keeper = LeaseKeeper(
         wiring.backend.jobs,
-        job.claim,
+        run.claim,
         lease_ms=wiring.lease_ms,
         every_ms=wiring.heartbeat_ms,
         signal=signal,
@@ -59,7 +60,7 @@ async def _run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) ->
     slot: tuple[str, SlotHolder] | None = None
     try:
         try:
-            admission = await admit(run, slots, wiring.lease_ms)
+            admission = await admit(run, slots, wiring.lease_ms, wiring.rates)
         except Exception:
             # The slot store failed before the run started: hand the job back uncounted rather
             # than strand it in `running` until its lease lapses and costs it an attempt.
@@ -71,6 +72,8 @@ async def _run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) ->
             slot = (key, holder)
             keeper.hold(f"fleet slot {key}", lambda: slots.renew(key, holder, wiring.lease_ms))
         keeper.start()
+        if admission.verdict == "deferred":
+            return await wiring.settler.defer(run, admission.wait_ms, holds=keeper.holds)
         if admission.verdict == "shed":
             return await wiring.settler.shed(run, holds=keeper.holds)
         if admission.verdict == "refuse":

@@ -49,10 +49,15 @@ async def _run_body(
     signal.attach(body)
     deadline = _arm_deadline(handle, signal)
     try:
-        await asyncio.wait({body})
+        await body
     except asyncio.CancelledError:
-        body.cancel()
-        raise
+        # The body's own cancellation (the signal's) is read below; the run's is passed on.
+        if not body.done() or _cancelling():
+            body.cancel()
+            raise
+    except BaseException:  # the body's error (a suspension too) is read from its task below
+        if not body.done():
+            raise
     finally:
         if deadline is not None:
             deadline.cancel()
@@ -62,6 +67,12 @@ async def _run_body(
         return asyncio.CancelledError("the job body was cancelled"), None
     error = body.exception()
     return error, None if error is not None else body.result()
+
+
+def _cancelling() -> int:
+    """How many cancellations of the running task are pending (the run's, not its body's)."""
+    task = asyncio.current_task()
+    return 0 if task is None else task.cancelling()
 
 
 def _identity(run: RunRecord) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
 from xjobs.contract.driver import Claim, JobDriver
@@ -28,10 +30,70 @@ class Renewal:
         self.last_landed = time.monotonic()
 
 
+class _Beats:
+    """Every lease keeper of one event loop that beats every `every_s`, behind one timer.
+
+    All of them wait the same interval, so the order they were armed in is the order they fall
+    due: an ordered dict is the whole schedule (arm, disarm and the next due are O(1)), and a
+    claim or a settle costs no timer of its own.
+    """
+
+    __slots__ = ("_due", "_every_s", "_timer")
+
+    def __init__(self, every_s: float) -> None:
+        # no reference to the loop: it is the key this schedule is kept under, weakly
+        self._every_s = every_s
+        self._due: OrderedDict[LeaseKeeper, float] = OrderedDict()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def arm(self, keeper: LeaseKeeper) -> None:
+        """`keeper` beats one interval from now (after every keeper armed before it)."""
+        loop = asyncio.get_running_loop()
+        at = loop.time() + self._every_s
+        self._due[keeper] = at
+        self._due.move_to_end(keeper)
+        if self._timer is None:
+            self._timer = loop.call_at(at, self._fire)
+
+    def disarm(self, keeper: LeaseKeeper) -> None:
+        """`keeper` no longer beats (a timer armed for it finds nothing due and re-arms)."""
+        self._due.pop(keeper, None)
+
+    def _fire(self) -> None:
+        self._timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        while self._due:
+            keeper, at = next(iter(self._due.items()))
+            if at > now:
+                self._timer = loop.call_at(at, self._fire)
+                return
+            del self._due[keeper]
+            keeper.fire()
+
+
+_schedules: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[float, _Beats]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _beats(every_s: float) -> _Beats:
+    """The running loop's schedule of keepers beating every `every_s`."""
+    loop = asyncio.get_running_loop()
+    by_interval = _schedules.get(loop)
+    if by_interval is None:
+        by_interval = _schedules[loop] = {}
+    beats = by_interval.get(every_s)
+    if beats is None:
+        beats = by_interval[every_s] = _Beats(every_s)
+    return beats
+
+
 class LeaseKeeper:
     """Renews a run's job lease (and its fleet slots) every `every_ms`, until stopped or aborted."""
 
     __slots__ = (
+        "_beats",
         "_driver",
         "_every_s",
         "_lease_ms",
@@ -39,7 +101,6 @@ class LeaseKeeper:
         "_signal",
         "_stopped",
         "_task",
-        "_timer",
         "_window_s",
         "claim",
     )
@@ -54,7 +115,7 @@ class LeaseKeeper:
         self._window_s = lease_ms / 1000
         self._signal = signal
         self._stopped = False
-        self._timer: asyncio.TimerHandle | None = None
+        self._beats: _Beats | None = None
         self._task: asyncio.Task[None] | None = None
         self._renewals = [
             Renewal("job lease", lambda: driver.heartbeat(claim, lease_ms), self._job_loss)
@@ -89,15 +150,16 @@ class LeaseKeeper:
 
     def start(self) -> None:
         """Arm the first beat, one interval after the claim."""
+        self._beats = _beats(self._every_s)
         self._arm()
 
     def _arm(self) -> None:
-        if self.stopped():
+        if self.stopped() or self._beats is None:
             return
-        self._timer = asyncio.get_running_loop().call_later(self._every_s, self._fire)
+        self._beats.arm(self)
 
-    def _fire(self) -> None:
-        self._timer = None
+    def fire(self) -> None:
+        """A beat is due (the schedule calls this): renew, in a task of its own."""
         if self.stopped():
             return
         self._task = asyncio.ensure_future(self._beat())
@@ -173,9 +235,8 @@ class LeaseKeeper:
     def stop(self) -> None:
         """Stop renewing (the run settled); a beat in flight is cancelled."""
         self._stopped = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        if self._beats is not None:
+            self._beats.disarm(self)
         if self._task is not None:
             self._task.cancel()
             self._task = None

@@ -22,8 +22,9 @@ class ProgressThrottle:
         self._pending: float | None = None
         self._last_write_ms: int | None = None
         # One write at a time: a flush waits for the write in flight, so an older value can never
-        # land after a newer one (reports from a thread race the settle's flush).
-        self._writing = asyncio.Lock()
+        # land after a newer one (reports from a thread race the settle's flush). Made by the
+        # first report: a run that reports nothing costs no lock.
+        self._writing: asyncio.Lock | None = None
 
     async def report(self, value: float) -> None:
         """Record `value` (0.0 to 1.0); write it now unless a write landed within the interval."""
@@ -35,6 +36,10 @@ class ProgressThrottle:
 
     async def flush(self) -> None:
         """Write the pending value, if any (called before every settle)."""
+        if self._writing is None:
+            if self._pending is None:
+                return  # nothing was ever reported: nothing to write, nothing in flight
+            self._writing = asyncio.Lock()
         async with self._writing:
             if self._pending is None:
                 return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from xjobs.contract.driver import Claim, ClaimedJob
@@ -24,11 +24,11 @@ class RunRecord:
     value: Any = None
     tenant: str | None = None
     refusal: XJobsError | None = None
+    # The fence every settle of this run carries, built once from the job.
+    claim: Claim = field(init=False, repr=False, compare=False)
 
-    @property
-    def claim(self) -> Claim:
-        """The fence every settle of this run carries."""
-        return self.job.claim
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "claim", self.job.claim)
 
     @classmethod
     def open(cls, handle: JobHandle[Any] | None, job: ClaimedJob) -> RunRecord:

@@ -28,12 +28,13 @@ from xjobs.contract.driver import (
 from xjobs.contract.results import ResultStore
 from xjobs.contract.stores import EventBus
 from xjobs.declare.job import DEFAULT_MAX_RESULT_BYTES, JobHandle
-from xjobs.declare.retry import is_terminal_error
+from xjobs.declare.retry import is_terminal_error, requested_delay_ms
 from xjobs.errors import (
     DrainingError,
     JobCancelledError,
     JobNotRegisteredError,
     LeaseLostError,
+    RateLimitedError,
     ResultInvalidError,
     SlotLostError,
     StepInvalidError,
@@ -99,6 +100,11 @@ def shedding(run_at_ms: int) -> Nack:
     return Nack("ready", "shed", run_at_ms, counts_as_attempt=False)
 
 
+def deferring(run_at_ms: int) -> Nack:
+    """Over a rate: back to `ready` at the time a permit is free, uncounted, no error."""
+    return Nack("ready", "deferred", run_at_ms, counts_as_attempt=False)
+
+
 def handing_back(run_at_ms: int) -> Nack:
     """A claim that never started (the drain raced it, admission failed): back, uncounted."""
     return Nack("ready", "handed-back", run_at_ms, counts_as_attempt=False)
@@ -126,7 +132,7 @@ def deciding(
     if is_terminal_error(error) or job.attempt >= job.max_attempts:
         return ending(job.dead_letter, text)
     delay_ms = SHED_DELAY_MS if handle is None else handle.retry.delay_ms(job.attempt)
-    return retrying(text, now_ms + delay_ms)
+    return retrying(text, now_ms + max(delay_ms, requested_delay_ms(error)))
 
 
 # -- the room ---------------------------------------------------------------------------------------
@@ -247,6 +253,22 @@ class Settler:
             log.info("jobs.worker.shed", extra={"job_id": run.job.id, "job": run.job.name})
         return execution
 
+    async def defer(self, run: RunRecord, wait_ms: int, *, holds: Holds | None = None) -> Execution:
+        """Over a rate (`XJOBS_RATE_LIMITED`): due again in `wait_ms`, when a permit is free."""
+        nack = deferring(self._clock.now_ms() + wait_ms)
+        execution = await self._land(run, nack, holds=holds)
+        if execution.landed:
+            log.info(
+                "jobs.worker.rate-limited",
+                extra={
+                    "code": RateLimitedError.code,
+                    "job_id": run.job.id,
+                    "job": run.job.name,
+                    "wait_ms": wait_ms,
+                },
+            )
+        return execution
+
     async def refuse(self, run: RunRecord, reason: str, *, holds: Holds | None = None) -> Execution:
         """A refusal by a busy key: failed, uncounted, announced; the body never ran."""
         return await self._land(run, refusing(f"refused: {reason}"), holds=holds)
@@ -304,29 +326,30 @@ class Settler:
     ) -> Execution:
         """Store the ending (`None`: completed, with its `result` when the body returned one); a
         missed fence is logged once and announces nothing."""
-        job = run.job
+        job, claim = run.job, run.claim
         if nack is None and result is not None and self._results is not None:
             results, text = self._results, result
-            landed = await _stored(lambda: results.complete(job.claim, text), job, holds)
+            landed = await _stored(lambda: results.complete(claim, text), job, holds)
             outcome: Outcome = "completed"
         elif nack is None:
-            landed = await _stored(lambda: self._ack(job.claim), job, holds)
+            landed = await _stored(lambda: self._ack(claim), job, holds)
             outcome = "completed"
         else:
             driver, held = self._driver, nack
-            landed = await _stored(lambda: driver.nack(job.claim, held), job, holds)
+            landed = await _stored(lambda: driver.nack(claim, held), job, holds)
             outcome = nack.outcome
         if not landed:
             return self._unowned(job, outcome, nack.error if nack is not None else None)
         error = None if nack is None else nack.error
         if self.observer.enabled:
             self.observer.settled(job, outcome, error)
-        attempt = job.attempt if nack is None or nack.counts_as_attempt else job.attempt - 1
-        event = Settled(
-            job.id, job.run_id, job.name, job.queue, outcome, attempt, run.tenant, error
-        )
-        if announce:
-            await announce_settled(self.hooks_for(run.handle), event)
+        hooks = self.hooks_for(run.handle) if announce else ()
+        if hooks:  # nothing to tell: no event is built
+            attempt = job.attempt if nack is None or nack.counts_as_attempt else job.attempt - 1
+            event = Settled(
+                job.id, job.run_id, job.name, job.queue, outcome, attempt, run.tenant, error
+            )
+            await announce_settled(hooks, event)
         resume_at = None
         if nack is not None and nack.state == "ready" and outcome != "handed-back":
             resume_at = nack.run_at_ms

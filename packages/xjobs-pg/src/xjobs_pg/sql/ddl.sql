@@ -345,3 +345,86 @@ alter table {schema}.attempt_errors set (
 
 insert into {schema}.schema_version (singleton, version) values (true, 8)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);
+
+-- Version 9, fleet rate limits (sql/rates.sql): one GCRA bucket per key, its theoretical arrival
+-- time in epoch ms (a row whose time has passed is an idle, full bucket), and its deferral line,
+-- the instant the next run refused by the full bucket is due.
+create table if not exists {schema}.rates (
+    key text primary key,
+    tat_ms double precision not null,
+    line_ms double precision not null default 0
+);
+
+insert into {schema}.schema_version (singleton, version) values (true, 9)
+    on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);
+
+-- Version 10, throttle on enqueue (docs/flow-control.md, sql/jobs.sql enqueue_flow).
+-- throttle_until_ms is set only on a job a throttled enqueue created: its creation plus the
+-- window, during which a throttled enqueue of its namespace answers it, live or finished. The
+-- index is partial, so a plain enqueue adds no entry to it and pays nothing for the column.
+alter table {schema}.jobs add column if not exists throttle_until_ms bigint;
+
+create index if not exists jobs_throttled
+    on {schema}.jobs (name, coalesce(tenant_id, ''), idempotency_key, throttle_until_ms)
+    where throttle_until_ms is not null;
+
+insert into {schema}.schema_version (singleton, version) values (true, 10)
+    on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);
+
+-- Version 11, the backfill ledger (sql/backfills.sql): one row per run of a sweep, what it SWEPT
+-- (the cursor JSON and the count after its last recorded batch). Only a completed row blocks a
+-- sweep from running again: the partial index is the verdict the gate and the pending view read.
+create table if not exists {schema}.backfills (
+    run_id text primary key,
+    job_id text not null,
+    name text not null,
+    checksum text not null,
+    environment text not null,
+    tenant text,
+    status text not null check (status in ('running', 'completed', 'failed')),
+    cursor text,
+    count bigint not null default 0,
+    batches bigint not null default 0,
+    error text,
+    started_at_ms bigint not null,
+    updated_at_ms bigint not null,
+    finished_at_ms bigint
+);
+
+create index if not exists backfills_started on {schema}.backfills (name, started_at_ms desc);
+
+create index if not exists backfills_completed
+    on {schema}.backfills (name, checksum, environment, finished_at_ms)
+    where status = 'completed';
+
+insert into {schema}.schema_version (singleton, version) values (true, 11)
+    on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);
+
+-- Version 12, the webhook ledger (sql/webhooks.sql): one row per endpoint (its attempt sequence,
+-- its current run of failures and when it was disabled) and its newest attempts, keyed by
+-- (endpoint, seq). A record moves the endpoint row and appends the attempt in one statement, so
+-- two deliveries to one endpoint serialise on its row.
+create table if not exists {schema}.webhook_endpoints (
+    endpoint text primary key,
+    seq bigint not null default 0,
+    failures integer not null default 0,
+    disabled_at_ms bigint
+);
+
+create table if not exists {schema}.webhook_attempts (
+    endpoint text not null,
+    seq bigint not null,
+    message_id text not null,
+    job_id text not null,
+    attempt integer not null,
+    status text not null check (status in ('delivered', 'failed', 'rejected', 'skipped')),
+    http_status integer,
+    latency_ms bigint not null,
+    excerpt text not null,
+    error text,
+    at_ms bigint not null,
+    primary key (endpoint, seq)
+);
+
+insert into {schema}.schema_version (singleton, version) values (true, 12)
+    on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);

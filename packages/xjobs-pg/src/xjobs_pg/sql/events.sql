@@ -82,14 +82,3 @@ select exists (
       and not exists (select 1 from jsonb_each($6::jsonb) m
                       where (e.payload -> m.key) is distinct from m.value)
 ) as sent, (select count(*) from registered) as registered;
-
--- name: event_purge
--- Drops events sent before $1 and waits whose deadline passed before it, answering the count.
--- $1 the cut-off instant.
-with gone_events as (
-    delete from {schema}.events where sent_at_ms < $1 returning id
-),
-gone_waits as (
-    delete from {schema}.event_waits where deadline_ms < $1 returning job_id
-)
-select (select count(*) from gone_events) + (select count(*) from gone_waits) as purged;

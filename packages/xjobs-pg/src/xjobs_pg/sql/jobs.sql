@@ -114,6 +114,95 @@ left join {schema}.jobs live
       and live.state in ('ready', 'running', 'waiting')
 order by i.ord;
 
+-- name: enqueue_flow
+-- An enqueue with debounce or throttle (docs/flow-control.md), one statement for a batch whose
+-- rows hold distinct namespaces: $17 the debounce window of each row, $18 its throttle window (null
+-- when not set). A row whose id names a job answers it (a repeated publish). A throttled row
+-- answers the job of its namespace whose window (throttle_until_ms) is still open, live or finished.
+-- A debounced row moves the live job of its namespace that no claim took yet (ready, claims 0): the
+-- update takes the row lock and re-checks state and claims against a claim that committed in
+-- between, so either the claim runs the old input or the job runs the new one, due the window
+-- after now. Every other row is inserted (throttled: with its window open) unless a live job
+-- holds the namespace, which the conflict itself answers, as in `enqueue`.
+{enqueue_input},
+flow as (
+    select i.id, i.run_id, i.name, i.queue, i.tenant_id, i.idempotency_key, i.payload, i.priority,
+           i.run_at_ms, i.max_attempts, i.dead_letter, i.enqueued_by, i.traceparent, i.ord, i.now_ms,
+           f.debounce_ms, f.throttle_ms
+    from input i
+    join unnest($17::bigint[], $18::bigint[]) with ordinality as f(debounce_ms, throttle_ms, ord)
+      on f.ord = i.ord
+),
+byid as (
+    select f.ord, j.id, j.run_id
+    from flow f
+    join {schema}.jobs j on j.id = f.id
+),
+throttled as (
+    select distinct on (f.ord) f.ord, j.id, j.run_id
+    from flow f
+    join {schema}.jobs j
+      on j.name = f.name
+     and coalesce(j.tenant_id, '') = coalesce(f.tenant_id, '')
+     and j.idempotency_key = f.idempotency_key
+     and j.throttle_until_ms > f.now_ms
+    where f.throttle_ms is not null
+      and not exists (select 1 from byid b where b.ord = f.ord)
+    order by f.ord, j.throttle_until_ms desc
+),
+debounced as (
+    update {schema}.jobs j
+    set payload = f.payload, enqueued_by = f.enqueued_by, traceparent = f.traceparent,
+        run_at_ms = f.now_ms + f.debounce_ms, updated_at_ms = f.now_ms
+    from flow f
+    where f.debounce_ms is not null
+      and j.name = f.name
+      and coalesce(j.tenant_id, '') = coalesce(f.tenant_id, '')
+      and j.idempotency_key = f.idempotency_key
+      and j.state in ('ready', 'running', 'waiting')
+      and j.state = 'ready' and j.claims = 0
+      and not exists (select 1 from byid b where b.ord = f.ord)
+    returning f.ord, j.id, j.run_id
+),
+upserted as (
+    insert into {schema}.jobs as j (id, run_id, name, queue, tenant_id, idempotency_key, payload,
+                                    priority, run_at_ms, max_attempts, dead_letter, enqueued_by,
+                                    traceparent, created_at_ms, updated_at_ms, throttle_until_ms)
+    select f.id, f.run_id, f.name, f.queue, f.tenant_id, f.idempotency_key, f.payload, f.priority,
+           case when f.debounce_ms is null then coalesce(f.run_at_ms, f.now_ms)
+                else f.now_ms + f.debounce_ms end, f.max_attempts,
+           f.dead_letter, f.enqueued_by, f.traceparent, f.now_ms, f.now_ms,
+           f.now_ms + f.throttle_ms
+    from flow f
+    where not exists (select 1 from byid b where b.ord = f.ord)
+      and not exists (select 1 from throttled t where t.ord = f.ord)
+      and not exists (select 1 from debounced d where d.ord = f.ord)
+    order by f.ord
+    on conflict (name, coalesce(tenant_id, ''), idempotency_key)
+        where state in ('ready', 'running', 'waiting')
+        do update set updated_at_ms = j.updated_at_ms
+    returning j.id, j.run_id, j.name, j.tenant_id, j.idempotency_key, j.queue, j.run_at_ms,
+              j.xmax = 0 as fresh
+),
+inserted as (
+    select u.id, u.queue, u.run_at_ms from upserted u where u.fresh
+),
+{enqueue_woken}
+select f.ord,
+       coalesce(b.id, t.id, d.id, u.id) as id,
+       coalesce(b.run_id, t.run_id, d.run_id, u.run_id) as run_id,
+       coalesce(b.id is null and t.id is null and d.id is null and u.fresh, false) as inserted,
+       (select count(*) from woken) as woken
+from flow f
+left join byid b on b.ord = f.ord
+left join throttled t on t.ord = f.ord
+left join debounced d on d.ord = f.ord
+left join upserted u
+       on u.name = f.name
+      and coalesce(u.tenant_id, '') = coalesce(f.tenant_id, '')
+      and u.idempotency_key = f.idempotency_key
+order by f.ord;
+
 -- name: claim
 -- One statement: refresh the worker presence ($7), bury lapsed leases on their final attempt,
 -- and move up to $3[q] due jobs per queue and $5 in all to running, in claim order (priority,

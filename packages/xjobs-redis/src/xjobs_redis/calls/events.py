@@ -1,5 +1,5 @@
-"""The step and event scripts' calls: the fenced step write, and the event bus's send, find, park,
-purge and the drop of a removed job's wait."""
+"""The step and event scripts' calls: the fenced step write, and the event bus's send, wake, find,
+park, purge, and the drop of a removed or lapsed job's wait."""
 
 from __future__ import annotations
 
@@ -33,16 +33,24 @@ def step_put(k: Keys, *, queue: str, claim: Claim, record: StepRecord) -> Call:
 
 
 def event_send(k: Keys, *, now: str, name: str, event_id: str, payload: str) -> Call:
-    """Store an event of `name` and wake its matching waits."""
-    keys = [
-        k.event_names(),
-        k.events_sent(name),
-        k.event_payloads(),
-        k.event_waits(),
-        k.event_waiting(name),
-        k.event_deadlines(),
-    ]
+    """Store an event of `name`; answers its sent time and the queues whose waits to wake."""
+    keys = [k.event_names(), k.events_sent(name), k.event_payloads(), k.event_queues(name)]
     return Call("event_send", keys, [now, event_id, payload])
+
+
+def event_wake(
+    k: Keys, *, now: str, queue: str, name: str, payload: str, job_id: str | None = None
+) -> Call:
+    """Wake `queue`'s waits for `name` that `payload` matches (only `job_id`'s, when given)."""
+    keys = [
+        k.event_waits(queue),
+        k.event_waiting(queue, name),
+        k.event_deadlines(queue),
+        k.ready(queue),
+        k.delayed(queue),
+        k.waiting(queue),
+    ]
+    return Call("event_wake", keys, [now, payload, job_id or ""])
 
 
 def event_find(k: Keys, *, name: str, match: str, since_ms: int) -> Call:
@@ -51,7 +59,8 @@ def event_find(k: Keys, *, name: str, match: str, since_ms: int) -> Call:
 
 
 def _wait_entry(k: Keys, wait: EventWait) -> str:
-    """A wait as stored: its fields, and the keys its drop and its wake use (so no script builds one)."""
+    """A wait as stored: its fields, and the keys its drop and its wake read from it (its waiting
+    SET and its job, both in the queue's slot, so no script builds a key)."""
     entry = {
         "job_id": wait.job_id,
         "run_id": wait.run_id,
@@ -61,11 +70,8 @@ def _wait_entry(k: Keys, wait: EventWait) -> str:
         "match": wait.match,
         "since_ms": wait.since_ms,
         "deadline_ms": wait.deadline_ms,
-        "index": k.event_waiting(wait.event),
+        "index": k.event_waiting(wait.queue, wait.event),
         "job": k.job(wait.queue, wait.job_id),
-        "ready": k.ready(wait.queue),
-        "delayed": k.delayed(wait.queue),
-        "waiting": k.waiting(wait.queue),
     }
     return json.dumps(entry, ensure_ascii=False)
 
@@ -74,11 +80,9 @@ def event_park(k: Keys, *, now: str, queue: str, claim: Claim, wait: EventWait, 
     """Register `wait` and store the settle room's park `nack` (its live state) in one step."""
     keys = [
         *k.rescheduling(queue, claim.job_id),
-        k.event_waits(),
-        k.event_waiting(wait.event),
-        k.event_deadlines(),
-        k.events_sent(wait.event),
-        k.event_payloads(),
+        k.event_waits(queue),
+        k.event_waiting(queue, wait.event),
+        k.event_deadlines(queue),
         k.waiting(queue),
         k.errors(queue),
         k.counters(queue, "minute"),
@@ -96,20 +100,32 @@ def event_park(k: Keys, *, now: str, queue: str, claim: Claim, wait: EventWait, 
         nack.error or "",
         wait.job_id,
         _wait_entry(k, wait),
-        wait.match,
-        wait.since_ms,
         "" if wait.deadline_ms is None else wait.deadline_ms,
         nack.outcome if nack.outcome in COUNTED_OUTCOMES else "",
     ]
     return Call("event_park", keys, args)
 
 
-def wait_drop(k: Keys, *, job_ids: Sequence[str]) -> Call:
-    """Drop the event waits of removed jobs (on the bus's slot)."""
-    return Call("wait_drop", [k.event_waits(), k.event_deadlines()], list(job_ids))
+def wait_drop(k: Keys, *, queue: str, job_ids: Sequence[str]) -> Call:
+    """Drop the event waits of `queue`'s removed jobs."""
+    return Call("wait_drop", [k.event_waits(queue), k.event_deadlines(queue)], list(job_ids))
+
+
+def wait_lapse(k: Keys, *, queue: str, older_than_ms: int) -> Call:
+    """Drop `queue`'s waits whose deadline fell before `older_than_ms`."""
+    keys = [k.event_waits(queue), k.event_deadlines(queue)]
+    return Call("wait_lapse", keys, [older_than_ms])
 
 
 def event_purge(k: Keys, *, older_than_ms: int) -> Call:
-    """Drop the events sent, and the waits whose deadline fell, before `older_than_ms`."""
-    keys = [k.event_names(), k.event_payloads(), k.event_waits(), k.event_deadlines()]
+    """Drop the events sent before `older_than_ms`; answers every name's queues with their count."""
+    keys = [k.event_names(), k.event_payloads(), k.event_waited()]
     return Call("event_purge", keys, [older_than_ms])
+
+
+def event_queues_prune(k: Keys, *, unwaited: Sequence[tuple[str, str, str]]) -> Call:
+    """Drop each `(event name, queue, park count)`: a queue found holding no wait for the name,
+    unless a park counted itself since."""
+    keys = [k.event_waited(), *(k.event_queues(name) for name, _, _ in unwaited)]
+    args: list[Arg] = [json.dumps([queue, count]) for _, queue, count in unwaited]
+    return Call("event_queues_prune", keys, args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from xjobs.contract.driver import Claim, Nack, NewJob
@@ -30,18 +31,33 @@ def counter_keys(k: Keys, queue: str) -> list[str]:
 
 
 def enqueue(k: Keys, *, now: str, queue: str, jobs: Sequence[NewJob]) -> Call:
-    """One queue's batch, in order: each job's HASH key and its row's JSON."""
+    """One queue's batch, in order: each job's HASH key and its row's JSON (a throttled row's
+    namespace key follows the job keys, its index in KEYS in the row as `tk`)."""
     keys = [
         k.ready(queue),
         k.delayed(queue),
         k.live(queue),
-        k.queues(),
+        k.joined(queue),
         k.created(queue),
-        k.pauses(),
-        k.paused_names(queue),
     ]
     keys += [k.job(queue, job.id) for job in jobs]
-    return Call("enqueue", keys, [now, queue, k.wake_channel(), *map(enqueue_row, jobs)])
+    rows = list(map(enqueue_row, jobs))
+    for r, job in enumerate(jobs):
+        if job.debounce_ms is not None or job.throttle_ms is not None:
+            rows[r] = _flow_row(k, keys, rows[r], job)
+    return Call("enqueue", keys, [now, queue, k.wake_channel(), *rows])
+
+
+def _flow_row(k: Keys, keys: list[str], row: str, job: NewJob) -> str:
+    """A debounced or throttled row: its windows, and a throttled row's namespace key in `keys`."""
+    decoded = json.loads(row)
+    decoded["debounce_ms"] = job.debounce_ms
+    decoded["throttle_ms"] = job.throttle_ms
+    if job.throttle_ms is not None:
+        namespace = json.dumps([job.name, job.tenant_id or "", job.idempotency_key])
+        keys.append(k.throttle(job.queue, namespace))
+        decoded["tk"] = len(keys)  # Lua's KEYS are 1-based
+    return json.dumps(decoded, ensure_ascii=False, separators=(",", ":"))
 
 
 def claim(

@@ -45,5 +45,5 @@ def purge_workers(k: Keys, *, cutoff_ms: int, limit: int, dry: bool) -> Call:
 
 
 def purge_events_count(k: Keys, *, cutoff_ms: int) -> Call:
-    """The dry run of `event_purge`: the events sent, and the waits lapsed, before `cutoff_ms`."""
-    return Call("purge_events_count", [k.event_names(), k.event_deadlines()], [cutoff_ms])
+    """The dry run of `event_purge`: the events sent before `cutoff_ms`."""
+    return Call("purge_events_count", [k.event_names()], [cutoff_ms])

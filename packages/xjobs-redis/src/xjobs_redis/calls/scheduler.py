@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 from xjobs.contract.driver import NewJob
 from xjobs_redis.executor import Arg, Call
 from xjobs_redis.keys import Keys
-from xjobs_redis.rows import enqueue_row
 
 
 def _watermark(previous_ms: int | None) -> str:
@@ -28,23 +30,18 @@ def scheduler_fire(
     occurrence_ms: int,
     job: NewJob,
 ) -> Call:
-    """Fire one occurrence: the watermark's move, then `job`'s enqueue (its row as enqueue's, its
-    queue joining the queue SET)."""
-    queue = job.queue
-    keys = [
-        k.scheduler_watermarks(),
-        k.scheduler_fires(),
-        k.ready(queue),
-        k.delayed(queue),
-        k.live(queue),
-        k.job(queue, job.id),
-        k.created(queue),
-        k.queues(),
-        k.pauses(),
-        k.paused_names(queue),
-    ]
-    args: list[Arg] = [now, task, _watermark(previous_ms), occurrence_ms, enqueue_row(job), queue]
+    """A fire's first step: the watermark's move, leaving the fire pending with `job` (every
+    field of it, so any scheduler can complete the fire)."""
+    keys = [k.scheduler_watermarks(), k.scheduler_pending()]
+    row = json.dumps(dataclasses.asdict(job), ensure_ascii=False, separators=(",", ":"))
+    args: list[Arg] = [now, task, _watermark(previous_ms), occurrence_ms, row]
     return Call("scheduler_fire", keys, args)
+
+
+def scheduler_fired(k: Keys, *, task: str, occurrence_ms: int, job_id: str) -> Call:
+    """A fire's last step, once its job is enqueued: the pending fire recorded with `job_id`."""
+    keys = [k.scheduler_pending(), k.scheduler_fires()]
+    return Call("scheduler_fired", keys, [task, occurrence_ms, job_id])
 
 
 def leader_acquire(k: Keys, *, now: str, candidate: str, ttl_ms: int) -> Call:

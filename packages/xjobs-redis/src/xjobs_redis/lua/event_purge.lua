@@ -1,14 +1,17 @@
--- event_purge: delete the events sent before ARGV[1] and the waits whose deadline is before it.
--- The names are found from the SET of sent ZSETs, so the purge needs no list of them; a sent
--- ZSET left empty leaves that SET.
+-- event_purge: delete the events sent before ARGV[1], on the events' slot (the waits whose
+-- deadline fell are dropped queue by queue: wait_lapse.lua). The names are found from the SET
+-- of sent ZSETs, so the purge needs no list of them; a sent ZSET left empty leaves that SET. It
+-- also answers every name's queues as they stand (each with its park count): xjobs_redis.events
+-- then looks in each queue for that name's waits, and event_queues_prune.lua drops the queues
+-- that hold none, fenced on the count read here.
 -- KEYS[1]  the SET of every name's sent ZSET that holds events
 -- KEYS[2]  the event payloads HASH (event id -> payload JSON)
--- KEYS[3]  the waits HASH (job id -> the wait's JSON)
--- KEYS[4]  the wait deadlines ZSET (job id by deadline_ms)
+-- KEYS[3]  the SET of every name's HASH of queues (queue -> parks) that exists
 -- ARGV[1]  older_than_ms
--- reply: how many events and waits went
+-- reply: {how many events went, then per queue of a name: that name's HASH key, the queue,
+--        its park count}
 
-local names, payloads, waits, deadlines = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local names, payloads = KEYS[1], KEYS[2]
 local before = '(' .. ARGV[1]
 local purged = 0
 for _, sent in ipairs(redis.call('SMEMBERS', names)) do
@@ -21,9 +24,13 @@ for _, sent in ipairs(redis.call('SMEMBERS', names)) do
     redis.call('SREM', names, sent)
   end
 end
-for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', deadlines, '-inf', before)) do
-  if drop_wait(waits, deadlines, job_id) then
-    purged = purged + 1
+local out = {purged}
+for _, waited in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+  local parks = redis.call('HGETALL', waited)
+  for i = 1, #parks, 2 do
+    out[#out + 1] = waited
+    out[#out + 1] = parks[i]
+    out[#out + 1] = parks[i + 1]
   end
 end
-return purged
+return out

@@ -59,6 +59,12 @@ local function given(value)
   return value ~= nil and value ~= cjson.null
 end
 
+-- The idempotency namespace of an enqueue row: name NUL coalesce(tenant_id, '') NUL key.
+local function row_namespace(row)
+  local tenant = given(row.tenant_id) and row.tenant_id or ''
+  return row.name .. '\0' .. tenant .. '\0' .. row.idempotency_key
+end
+
 -- Enqueue one decoded row (enqueue.lua's row JSON) as the job HASH `job` of its queue's ready,
 -- delayed, live and created keys. A row whose id already names a job answers that job (a
 -- repeated publish, live or finished); a row whose namespace a live job holds answers the live
@@ -71,8 +77,7 @@ local function enqueue_row(job, ready, delayed, live, created, row, now)
     local f = redis.call('HMGET', job, 'id', 'run_id')
     return {f[1], f[2], 0}
   end
-  local tenant = given(row.tenant_id) and row.tenant_id or ''
-  local namespace = row.name .. '\0' .. tenant .. '\0' .. row.idempotency_key
+  local namespace = row_namespace(row)
   local holder = redis.call('HGET', live, namespace)
   if holder then
     local f = redis.call('HMGET', holder, 'id', 'run_id')
@@ -106,18 +111,6 @@ local function enqueue_row(job, ready, delayed, live, created, row, now)
   end
   redis.call('HSET', live, namespace, job)
   return {row.id, row.run_id, 1}
-end
-
--- A queue joins the queue SET; a queue new to it inherits the job names paused deployment-wide
--- (the pauses HASH's `job|<name>` fields) into its own SET of paused names, which its claim reads.
-local function join_queue(queues, pauses, paused_names, queue)
-  if redis.call('SADD', queues, queue) == 1 then
-    for _, row in ipairs(redis.call('HKEYS', pauses)) do
-      if string.sub(row, 1, 4) == 'job|' then
-        redis.call('SADD', paused_names, string.sub(row, 5))
-      end
-    end
-  end
 end
 
 -- Compare-and-set a task's watermark in the scheduler's watermarks HASH: from `previous` (''

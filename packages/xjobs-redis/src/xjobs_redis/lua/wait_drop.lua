@@ -1,7 +1,7 @@
 -- wait_drop: drop the event waits of removed jobs (each one's entry, its event's index, its
--- deadline), on the event bus's slot; a job with no wait is skipped.
--- KEYS[1]  the waits HASH (job id -> the wait's JSON)
--- KEYS[2]  the wait deadlines ZSET (job id by deadline_ms)
+-- deadline), in their queue's slot; a job with no wait is skipped.
+-- KEYS[1]  the queue's waits HASH (job id -> the wait's JSON)
+-- KEYS[2]  the queue's wait deadlines ZSET (job id by deadline_ms)
 -- ARGV[r]  the id of removed job r
 -- reply: how many waits went
 

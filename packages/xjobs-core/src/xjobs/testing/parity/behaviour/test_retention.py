@@ -76,6 +76,28 @@ class TestThePurgeJob:
             assert (await app.purge())["jobs"] == 1
             assert (await app.purge(dry_run=True))["jobs"] == 0
 
+    @pytest.mark.requires("events")
+    async def test_a_pass_purges_every_store_the_events_included(self, parity: ParityEnv) -> None:
+        """Rule: `purge()` calls every store's purge, the event bus's too: an event sent before
+        its keep goes (the bus finds it no more) and one sent after stays; the report names
+        every store."""
+        policy = Retention(events=timedelta(hours=1), queue=QUEUE)
+        async with parity.app([_declare()], retention=policy) as app:
+            bus = app.backend.events
+            assert bus is not None
+            await app.send_event("order.paid", {"order": 1})
+            parity.clock.advance(2 * HOUR_MS)
+            later = await app.send_event("order.paid", {"order": 2})
+            assert (await app.purge(dry_run=True))["events"] == 1
+            report = await app.purge()
+            assert set(report) == set(PURGE_STORES)
+            assert report["events"] == 1
+            assert await bus.find("order.paid", '{"order": 1}', 0) is None
+            kept = await bus.find("order.paid", "{}", 0)
+            assert kept is not None
+            assert kept.id == later.id
+            assert (await app.purge())["events"] == 0
+
     async def test_a_job_declared_with_its_own_retention_is_kept_that_long(
         self, parity: ParityEnv
     ) -> None:
