@@ -15,7 +15,11 @@ ORDER = (
     "W3c100",
     "W3c10obs",
     "W3c10rate",
+    "W3p1",
+    "W3p2",
+    "W3p4",
     "W4",
+    "W4pool",
     "W5",
     "W6",
     "W7",
@@ -31,7 +35,11 @@ TITLES = {
     "W3c100": "W3 process, c=100",
     "W3c10obs": "W3 c=10, metrics and tracing on",
     "W3c10rate": "W3 c=10, a rate limit far above it",
+    "W3p1": "W3 c=10, 1 worker process",
+    "W3p2": "W3 c=10 each, 2 worker processes",
+    "W3p4": "W3 c=10 each, 4 worker processes",
     "W4": "W4 enqueue→start latency",
+    "W4pool": "W4 through pgbouncer (transaction mode)",
     "W5": "W5 idle worker (+ scheduler)",
     "W6": "W6 W3 c=10 beside 1M rows",
     "W7": "W7 Redis memory per job",
@@ -48,7 +56,11 @@ PRIMARY = {
     "W3c100": "jobs_per_s",
     "W3c10obs": "jobs_per_s",
     "W3c10rate": "jobs_per_s",
+    "W3p1": "jobs_per_s",
+    "W3p2": "jobs_per_s",
+    "W3p4": "jobs_per_s",
     "W4": "p50_ms",
+    "W4pool": "p50_ms",
     "W5": "per_minute",
     "W6": "jobs_per_s",
     "W7": "bytes_per_job",
@@ -96,7 +108,7 @@ def figure(workload: str, f: dict[str, Any], w3: dict[str, Any] | None) -> str:
         return "error"
     if "unsupported" in f:
         return "none"
-    if workload in ("W4", "W10"):
+    if workload in ("W4", "W4pool", "W10"):
         return f"{f['p50_ms']:.1f} / {f['p99_ms']:.1f} ms"
     if workload == "W5":
         return f"{f['per_minute']:.0f} /min"
@@ -113,7 +125,11 @@ def figure(workload: str, f: dict[str, Any], w3: dict[str, Any] | None) -> str:
             f"{read} {p50:,.2f}×" for read, (p50, _) in ratios.items()
         )
     text = f"{f['jobs_per_s']:,.0f} jobs/s"
-    if workload in ("W6", "W3c10obs", "W3c10rate", "W9") and w3 and "jobs_per_s" in w3:
+    if (
+        workload in ("W6", "W3c10obs", "W3c10rate", "W9", "W3p2", "W3p4")
+        and w3
+        and "jobs_per_s" in w3
+    ):
         text += f" ({f['jobs_per_s'] / w3['jobs_per_s']:.2f}× W3)"
     if workload == "W9" and "purged" in f:
         text += f"; purged {f['purged']:,} rows in {f['purge_s']:.0f} s"

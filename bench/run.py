@@ -30,7 +30,11 @@ WORKLOADS = (
     "W3c100",
     "W3c10obs",
     "W3c10rate",
+    "W3p1",
+    "W3p2",
+    "W3p4",
     "W4",
+    "W4pool",
     "W5",
     "W6",
     "W7",
@@ -43,8 +47,8 @@ WORKLOADS = (
 # steady: measured in the first repetition only
 ONCE = ("W5", "W6", "W7", "W9", "W10", "WOP")
 # durable steps, the operator surface, its telemetry, the retention purge: no peer has them
-XJOBS_ONLY = ("W8", "WOP", "W3c10obs", "W3c10rate", "W9")
-ENGINE_ONLY = {"W6": "postgres", "W7": "redis", "W9": "postgres"}
+XJOBS_ONLY = ("W8", "WOP", "W3c10obs", "W3c10rate", "W3p1", "W3p2", "W3p4", "W4pool", "W9")
+ENGINE_ONLY = {"W6": "postgres", "W7": "redis", "W9": "postgres", "W4pool": "postgres"}
 BACKENDS = ("memory", "postgres", "redis")
 # peers that cannot finish W1–W3 on `--n` jobs within the run's budget (each a few hundred jobs a
 # second on this machine): they run on `--slow-n` jobs of their own, timed the same way
@@ -58,7 +62,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--workloads",
         default=",".join(WORKLOADS),
-        help="comma list of W1…W10 and WOP (W3 runs c=10 and c=100)",
+        help="comma list of W1…W10, WOP, W3p1, W3p2, W3p4 and W4pool (W3 runs the in-process "
+        "W3 variants: c=10, c=100, with telemetry, with a rate limit)",
     )
     parser.add_argument(
         "--backends", default=",".join(BACKENDS), help="comma list of memory, postgres, redis"
@@ -114,7 +119,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
     args.workloads = [
-        w for w in WORKLOADS if w in chosen or (w.startswith("W3") and "W3" in chosen)
+        w for w in WORKLOADS if w in chosen or (w.startswith("W3c") and "W3" in chosen)
     ]
     unknown = set(chosen) - set(WORKLOADS) - {"W3"}
     if unknown:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -184,6 +185,55 @@ async def w3_rated(c: Contender, plan: Plan, concurrency: int) -> Figures:
     finally:
         c.global_rate = None  # type: ignore[attr-defined]
     return rate(ran, window)
+
+
+async def w3_processes(c: Contender, plan: Plan, processes: int, concurrency: int) -> Figures:
+    """W3 drained by `processes` worker processes of `concurrency` each (`bench.fleet_worker`),
+    as many hosts run them: the queue is paused while they start, and the window runs from its
+    resume until storage shows none unfinished."""
+    import xjobs
+
+    await c.reset()
+    app = getattr(c, "app", None)
+    if not isinstance(app, xjobs.App) or c.engine == "memory":
+        raise Unsupported("no worker processes sharing one backend")
+    await app.operator.pause("queue", c.queue)
+    await preload(c, plan.n)
+    fleet = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench.fleet_worker", str(getattr(c, "url", "")), str(concurrency),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        for _ in range(processes)
+    ]  # fmt: skip
+    try:
+        for worker in fleet:
+            assert worker.stdout is not None
+            line = await asyncio.wait_for(worker.stdout.readline(), DRAIN_TIMEOUT_S)
+            if line.strip() != b"ready":
+                raise RuntimeError(f"a bench worker process did not start: {line!r}")
+        async with meter.window() as window:
+            await app.operator.resume("queue", c.queue)
+            async with asyncio.timeout(DRAIN_TIMEOUT_S):
+                while await c.unfinished():  # noqa: ASYNC110 - storage is polled, it has no event
+                    await asyncio.sleep(0.005)
+            await window.stop()
+    finally:
+        for worker in fleet:
+            if worker.returncode is None:
+                worker.terminate()
+        for worker in fleet:
+            await worker.wait()
+    return {**rate(plan.n, window), "processes": processes}
+
+
+async def w4_pooled(c: Contender, plan: Plan) -> Figures:
+    """W4 with the contender's app reaching Postgres through a pgbouncer in transaction mode."""
+    through = getattr(c, "through_pooler", None)
+    if through is None:
+        raise Unsupported("no pooler to cross")
+    async with through():
+        return await w4(c, plan)
 
 
 async def w4(c: Contender, plan: Plan) -> Figures:

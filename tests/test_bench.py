@@ -130,6 +130,19 @@ def test_a_workload_a_library_lacks_is_shown_as_none() -> None:
     assert "| W2 bulk enqueue (500) | postgres | saq-pg | none |  |  |  |" in rows
 
 
+def test_the_scale_out_rows_run_on_xjobs_servers_only() -> None:
+    every = list(run.WORKLOADS)
+    scale_out = {"W3p1", "W3p2", "W3p4", "W4pool"}
+    assert scale_out <= set(run.applicable("xjobs-pg", every))
+    assert "W4pool" not in run.applicable("xjobs-redis", every)
+    assert "W3p4" in run.applicable("xjobs-redis", every)
+    assert not {"W3p1", "W4pool"} & set(run.applicable("pgqueuer", every))
+    assert "W3p1" not in run.parse(["--workloads", "W3"]).workloads  # W3: the in-process variants
+    results = {"xjobs-pg": {"W3c10": {"jobs_per_s": 1000.0}, "W3p4": {"jobs_per_s": 1500.0}}}
+    row = "| W3 c=10 each, 4 worker processes | postgres | xjobs-pg | 1,500 jobs/s (1.50× W3) |"
+    assert any(line.startswith(row) for line in report.table(results))
+
+
 def _operator(**p50_ms: tuple[float, float]) -> dict[str, float]:
     """WOP figures: each read's p50 on the empty and the filled table (p99 twice that)."""
     figures: dict[str, float] = {"fill": 1_000_000}

@@ -453,6 +453,21 @@ class XJobsPostgres(XJobs):
         assert self.conn is not None
         await self.conn.execute(RESET_PG)
 
+    @contextlib.asynccontextmanager
+    async def through_pooler(self) -> AsyncIterator[None]:
+        """W4pool: the app reopened on a pgbouncer in transaction mode in front of the same
+        database (its URL declares the pooler), then on the direct URL again."""
+        from xjobs_pg.pooler import pgbouncer_url
+
+        direct = Target(self.engine, self.url)
+        await XJobs.close(self)
+        await XJobs.open(self, Target(self.engine, pgbouncer_url(direct.url)))
+        try:
+            yield
+        finally:
+            await XJobs.close(self)
+            await XJobs.open(self, direct)
+
     def _alone_url(self) -> str:
         return with_option(self.url, "xjobs_schema", ALONE)
 
