@@ -241,7 +241,8 @@ def parity_pgbouncer(session: nox.Session) -> None:
 
 @nox.session(name="parity-redis-cluster")
 def parity_redis_cluster(session: nox.Session) -> None:
-    """The Redis parity suite, then the many-hosts test (4 workers, 2 schedulers), on a real
+    """The Redis parity suite, then the many-hosts test (4 workers, 2 schedulers) and the health
+    baseline, on a real
     3-master Redis Cluster on loopback (`XJOBS_TEST_REDIS_CLUSTER=1`: the fixture starts it, and
     every Redis test URL is `redis+cluster://`)."""
     _sync(session, "--all-packages", "--group", "dev")
@@ -253,3 +254,5 @@ def parity_redis_cluster(session: nox.Session) -> None:
     }
     many = "tests/e2e/test_many_hosts.py"
     session.run("python", "-m", "pytest", many, "-k", "redis", *session.posargs, env=env)
+    baseline = "packages/xjobs-redis/tests/test_health.py::test_the_baseline_at_open_reads_the_servers_run_id_and_persistence"
+    session.run("python", "-m", "pytest", baseline, *session.posargs, env=env)

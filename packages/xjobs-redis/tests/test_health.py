@@ -18,7 +18,7 @@ from xjobs.contract.backend import Backend
 from xjobs.testing.rows import new_job
 from xjobs_redis.backend import open_backend
 from xjobs_redis.health import server_health
-from xjobs_redis.servers import ServerUnavailable, spare_redis, unavailable
+from xjobs_redis.servers import ServerUnavailable, redis_url, spare_redis, unavailable
 
 WAIT_S = 20.0
 DATA_LOST = "jobs.redis.data-lost"
@@ -47,6 +47,29 @@ async def restart_under(backend: Backend, restart: Callable[[], None]) -> str:
         return before
     finally:
         unsubscribe()
+
+
+@pytest.mark.asyncio
+async def test_the_baseline_at_open_reads_the_servers_run_id_and_persistence(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """On one server, and on a Cluster (`nox -s parity-redis-cluster` runs this file there),
+    where it is read from the node that holds the queue set."""
+    try:
+        url = redis_url()
+    except ServerUnavailable as exc:
+        unavailable(f"no Redis server: {exc}")
+    caplog.set_level(logging.WARNING, logger="xjobs_redis.health")
+    backend = await open_backend(url, prefix="xjobs_t_baseline")
+    try:
+        health = server_health(backend)
+    finally:
+        await backend.close()
+    assert health is not None
+    assert [r.message for r in caplog.records if "failed" in r.message] == []
+    assert health["run_id"]
+    assert health["persistence"] in ("aof", "rdb", "none")
+    assert health["eviction_policy"] == "noeviction"
 
 
 @pytest.mark.asyncio

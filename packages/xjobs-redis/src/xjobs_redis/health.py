@@ -1,7 +1,8 @@
 """Noticing that the server lost our data: its `run_id` watched, and its persistence read.
 
 A baseline is read at open (one pipelined round trip: `INFO server`, `INFO persistence`,
-`CONFIG GET save`, `CONFIG GET maxmemory-policy`, the queue set's `EXISTS`). A server that keeps
+`CONFIG GET save`, `CONFIG GET maxmemory-policy`, the queue set's `EXISTS`; on a Cluster, the
+same five from the node holding the queue set, one at a time). A server that keeps
 nothing on disk logs WARNING `jobs.redis.no-persistence`; one that may evict keys (a
 `maxmemory-policy` other than `noeviction`) logs ERROR `jobs.redis.eviction-policy`: under memory
 pressure it would drop jobs without a trace. It is read again only when the wake subscription is
@@ -17,6 +18,9 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ResponseError
 
 from xjobs.contract.backend import Backend
 from xjobs_redis.client import Client
@@ -50,14 +54,33 @@ class ServerWatch:
             "data_lost_reason": None,
         }
 
+    async def _replies(self) -> list[Any]:
+        """The five readings, an error in place of a refused one. On a Cluster they are read
+        from the node that holds the queue set (its `run_id`, its persistence), one command at a
+        time: redis-py's cluster pipeline refuses INFO and CONFIG."""
+        client, queues = self._client, self._keys.queues()
+        if not isinstance(client, RedisCluster):
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.info("server")
+                pipe.info("persistence")
+                pipe.config_get("save")
+                pipe.config_get("maxmemory-policy")
+                pipe.exists(queues)
+                return list(await pipe.execute(raise_on_error=False))
+        node = client.get_node_from_key(queues)
+        replies: list[Any] = []
+        for command in (("INFO", "server"), ("INFO", "persistence")):
+            replies.append(await client.execute_command(*command, target_nodes=node))
+        for parameter in ("save", "maxmemory-policy"):
+            try:
+                replies.append(await client.config_get(parameter, target_nodes=node))
+            except ResponseError as exc:  # CONFIG refused (a managed server)
+                replies.append(exc)
+        replies.append(await client.exists(queues))
+        return replies
+
     async def _read(self) -> tuple[str, str, bool, dict[str, Any]]:
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.info("server")
-            pipe.info("persistence")
-            pipe.config_get("save")
-            pipe.config_get("maxmemory-policy")
-            pipe.exists(self._keys.queues())
-            server, persistence, save, policy, exists = await pipe.execute(raise_on_error=False)
+        server, persistence, save, policy, exists = await self._replies()
         if isinstance(server, Exception) or isinstance(persistence, Exception):
             raise server if isinstance(server, Exception) else persistence
         if int(persistence.get("aof_enabled", 0)) == 1:
