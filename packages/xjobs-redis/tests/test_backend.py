@@ -106,6 +106,7 @@ class TestOpen:
             "rates",
             "backfills",
             "webhooks",
+            "ack_many",
         }
 
 

@@ -126,5 +126,6 @@ async def open_backend(
         wake=source,
         on_close=close,
         health=watch.health,
+        features=frozenset({"ack_many"}),
     )
     return backend

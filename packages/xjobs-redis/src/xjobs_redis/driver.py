@@ -16,7 +16,7 @@ from xjobs.contract.driver import (
 )
 from xjobs_redis.calls import jobs as calls
 from xjobs_redis.claim import ClaimPass
-from xjobs_redis.executor import Command, Executor
+from xjobs_redis.executor import Call, Command, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queue_of, queues, reader
 from xjobs_redis.purge import Expiry
@@ -71,6 +71,22 @@ class RedisJobDriver:
         keep = self._expiry.json
         call = calls.ack(self._k, now=self._x.now(), queue=queue, claim=claim, keep=keep)
         return bool(await self._x.run(call) == 1)
+
+    async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:
+        """Each claim's `ack.lua`, fenced on its own claim, all in one pipelined round trip (on a
+        Cluster the pipeline sends each node its own calls: every call stays in its queue's slot)."""
+        now, keep = self._x.now(), self._expiry.json
+        landed = [False] * len(claims)
+        sent: list[int] = []
+        batch: list[Call | Command] = []
+        for i, claim in enumerate(claims):
+            queue = await queue_of(self._x, self._k, claim)
+            if queue is not None:
+                sent.append(i)
+                batch.append(calls.ack(self._k, now=now, queue=queue, claim=claim, keep=keep))
+        for i, reply in zip(sent, await self._x.batch(batch), strict=True):
+            landed[i] = reply == 1
+        return landed
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
         queue = await queue_of(self._x, self._k, claim)
