@@ -137,6 +137,16 @@ class TestClaim:
         parity.clock.advance(10)
         assert (await parity.claim_one()).id == low_id
 
+    async def test_jobs_enqueued_in_a_row_are_claimed_in_that_order(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: ids made in one process strictly increase (within one ms too), so jobs of one
+        priority and `run_at` enqueued one after another are claimed in the order enqueued."""
+        run_at = parity.clock.now_ms()
+        enqueued = [(await parity.enqueue(run_at_ms=run_at)).id for _ in range(50)]
+        claimed = [(await parity.claim_one()).id for _ in range(50)]
+        assert claimed == enqueued
+
     async def test_takes_at_most_the_asked_number_from_each_queue(self, parity: ParityEnv) -> None:
         """Rule: a claim takes at most `queues[q]` jobs from each queue."""
         for queue in ("alpha", "beta"):
