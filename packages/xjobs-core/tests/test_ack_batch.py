@@ -20,7 +20,10 @@ from xjobs.testing.rows import new_job
 
 
 class Recorded(MemoryJobDriver):
-    """The memory driver, recording the size of every `ack_many` and failing on request."""
+    """The memory driver as a server's would be (a round trip per call, so its acks are batched),
+    recording the size of every `ack_many` and failing on request."""
+
+    in_process = False
 
     def __init__(self, inner: MemoryJobDriver) -> None:
         self.__dict__.update(inner.__dict__)
@@ -157,3 +160,21 @@ async def test_a_backend_that_does_not_declare_ack_many_acks_one_by_one(backend:
     batcher = AckBatcher(undeclared)
     assert await asyncio.gather(*(batcher.ack(job.claim) for job in claimed)) == [True, True]
     assert driver.batches == []
+
+
+@pytest.mark.asyncio
+async def test_an_in_process_driver_acks_straight_through(backend: Backend) -> None:
+    # the memory driver declares ack_many (the parity suite runs it), but has no round trip to share
+    assert isinstance(backend.jobs, MemoryJobDriver)
+    assert "ack_many" in backend.capabilities
+    batcher = AckBatcher(backend)
+    jobs = await _claimed(backend.jobs, 3)
+    assert batcher.batches is False
+    assert await asyncio.gather(*(batcher.ack(job.claim) for job in jobs)) == [True] * 3
+    assert [(await backend.jobs.get(job.id)).state for job in jobs] == ["completed"] * 3  # type: ignore[union-attr]
+
+
+@pytest.mark.asyncio
+async def test_a_driver_with_a_round_trip_batches(backend: Backend) -> None:
+    assert isinstance(backend.jobs, MemoryJobDriver)
+    assert AckBatcher(replace(backend, jobs=Recorded(backend.jobs))).batches is True

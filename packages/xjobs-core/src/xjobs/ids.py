@@ -11,13 +11,26 @@ _last_ms = 0
 _seq = 0
 # A wall clock stepped back by less than this keeps the last ms (and the order); more starts afresh.
 _HOLD_MS = 1_000
+_RAND_62 = (1 << 62) - 1
 
 
 def new_id() -> str:
     """A UUIDv7 (RFC 9562): 48 bits of epoch ms, a 12-bit sequence within the ms, then randomness,
     so ids sort by creation time, and those one process makes in one ms in the order it made them."""
-    global _last_ms, _seq
+    return _v7(time.time_ns() // 1_000_000, int.from_bytes(os.urandom(8)))
+
+
+def new_id_pair() -> tuple[str, str]:
+    """Two ids as two `new_id()` calls one after the other make them (a job's id and its first
+    run's), from one read of the system's randomness."""
     ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(16))
+    return _v7(ms, rand >> 64), _v7(ms, rand)
+
+
+def _v7(now_ms: int, rand: int) -> str:
+    global _last_ms, _seq
+    ms = now_ms
     if _last_ms - _HOLD_MS < ms <= _last_ms:
         ms, _seq = _last_ms, _seq + 1
         if _seq > 0xFFF:  # 4,096 in one ms: borrow the next ms
@@ -25,8 +38,7 @@ def new_id() -> str:
     else:
         _seq = 0
     _last_ms = ms
-    rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = (ms & 0xFFFF_FFFF_FFFF) << 80 | 0x7 << 76 | _seq << 64 | 0x2 << 62 | rand
+    value = (ms & 0xFFFF_FFFF_FFFF) << 80 | 0x7 << 76 | _seq << 64 | 0x2 << 62 | rand & _RAND_62
     h = f"{value:032x}"  # the canonical text, without building a uuid.UUID on the hot path
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 

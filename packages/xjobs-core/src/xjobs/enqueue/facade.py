@@ -15,7 +15,7 @@ from xjobs.declare.job import MAX_PRIORITY, MIN_PRIORITY, EnqueueOptions, JobHan
 from xjobs.enqueue.flow import fold, resolve_flow
 from xjobs.enqueue.result_wait import wait_for_result
 from xjobs.errors import CapabilityMissingError, OptionInvalidError
-from xjobs.ids import new_id
+from xjobs.ids import new_id_pair
 from xjobs.observe.observer import NOOP, Observer
 from xjobs.options import duration_ms, finite_count
 from xjobs.payload import encode_payload, validate_input
@@ -68,27 +68,29 @@ class JobsFacade:
                 "priority", options.priority, minimum=MIN_PRIORITY, maximum=MAX_PRIORITY
             )
         rows: list[NewJob] = []
+        retry = handle.retry
         for raw in inputs:
             value = validate_input(handle.input_model, raw, job=handle.name)
             key = handle.key_for(value)
             handle.tenant_for(value)  # refuse an underivable tenant at enqueue, not at run
+            job_id, run_id = new_id_pair()
+            payload = encode_payload(value, job=handle.name, max_bytes=self._max_payload_bytes)
+            # positional, in the record's field order: this runs once per enqueued job
             rows.append(
                 NewJob(
-                    id=new_id(),
-                    run_id=new_id(),
-                    name=handle.name,
-                    queue=handle.queue,
-                    tenant_id=enqueuer_org,
-                    idempotency_key=key,
-                    payload=encode_payload(
-                        value, job=handle.name, max_bytes=self._max_payload_bytes
-                    ),
-                    priority=priority,
-                    run_at_ms=run_at,
-                    max_attempts=handle.retry.attempts,
-                    dead_letter=handle.retry.dead_letter,
-                    enqueued_by=enqueued_by,
-                    traceparent=traceparent,
+                    job_id,
+                    run_id,
+                    handle.name,
+                    handle.queue,
+                    enqueuer_org,
+                    key,
+                    payload,
+                    priority,
+                    run_at,
+                    retry.attempts,
+                    retry.dead_letter,
+                    enqueued_by,
+                    traceparent,
                 )
             )
         return rows

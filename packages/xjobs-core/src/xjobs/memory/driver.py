@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from xjobs.clock import Clock
 from xjobs.contract.backend import WakeSource
@@ -45,6 +46,9 @@ class _Queue:
 class MemoryJobDriver:
     """Jobs in a dict, with a due heap and a delayed heap per queue; every method is atomic."""
 
+    # Its calls never leave the process: a worker's acks go straight through, unbatched.
+    in_process: ClassVar[bool] = True
+
     def __init__(self, clock: Clock, workers: MemoryWorkerRegistry, wake: WakeSource) -> None:
         self.ledger = MemoryLedger()
         self.listing = ListingIndex()
@@ -54,7 +58,6 @@ class MemoryJobDriver:
         self._workers = workers
         self._wake = wake
         self._rows: dict[str, JobRow] = {}
-        self._versions: dict[str, int] = {}
         self._live: dict[tuple[str, str, str], str] = {}
         # namespace -> (job id, throttle_until_ms) of the last throttled job created in it
         self._throttled: dict[tuple[str, str, str], tuple[str, int]] = {}
@@ -72,25 +75,24 @@ class MemoryJobDriver:
         """Record a change: bump the row's version (stale heap entries die) and re-index it."""
         row.updated_at_ms = now
         self.listing.put(row, now)
-        version = self._versions.get(row.id, 0) + 1
-        self._versions[row.id] = version
-        queue = self._queue(row.queue)
-        if row.state == "running":
-            queue.running.add(row.id)
+        row.version = version = row.version + 1
+        queue = self._queues.get(row.queue) or self._queue(row.queue)
+        state, job_id = row.state, row.id
+        if state == "running":
+            queue.running.add(job_id)
         else:
-            queue.running.discard(row.id)
-        if row.state in LIVE_STATES:
-            self._live[row.namespace] = row.id
+            queue.running.discard(job_id)
+        if state in LIVE_STATES:
+            self._live[row.namespace] = job_id
         else:
-            if self._live.get(row.namespace) == row.id:
+            if self._live.get(row.namespace) == job_id:
                 del self._live[row.namespace]
             for listener in self._on_settle:
-                listener(row.id)
-        if row.state in ("ready", "waiting"):
-            if row.run_at_ms <= now and row.state == "ready":
-                heapq.heappush(queue.due, (row.priority, row.run_at_ms, row.id, version))
-            else:
-                heapq.heappush(queue.delayed, (row.run_at_ms, row.id, version))
+                listener(job_id)
+        if state == "ready" and row.run_at_ms <= now:
+            heapq.heappush(queue.due, (row.priority, row.run_at_ms, job_id, version))
+        elif state == "ready" or state == "waiting":
+            heapq.heappush(queue.delayed, (row.run_at_ms, job_id, version))
 
     def _fenced(self, claim: Claim) -> JobRow | None:
         row = self._rows.get(claim.job_id)
@@ -194,20 +196,23 @@ class MemoryJobDriver:
         total = sum(quota.values()) if options.limit is None else options.limit
         claimed: list[ClaimedJob] = []
         skipped: list[tuple[str, _Entry]] = []  # heads of a paused job name, put back after
+        queues, rows = self._queues, self._rows
+        lease_until = now + options.lease_ms
         while len(claimed) < total and quota:
             # The next job across the asked queues, in claim order: priority, run_at, id.
-            best: tuple[int, int, str, str] | None = None
+            best: _Entry | None = None
+            queue_name = ""
             for name in list(quota):
-                head = self._due_head(self._queues[name], now)
+                head = self._due_head(queues[name], now)
                 if head is None:
                     del quota[name]
-                elif best is None or head < best[:3]:
-                    best = (*head, name)
+                elif best is None or head < best:
+                    best, queue_name = head, name
             if best is None:
                 break
-            queue_name = best[3]
-            entry = heapq.heappop(self._queues[queue_name].due)
-            row = self._rows[best[2]]
+            queue = queues[queue_name]
+            entry = heapq.heappop(queue.due)
+            row = rows[entry[2]]
             if self.ledger.paused("job", row.name):
                 skipped.append((queue_name, entry))
                 continue
@@ -215,15 +220,17 @@ class MemoryJobDriver:
             row.attempt += 1
             row.claims += 1
             row.claimed_by = options.worker_id
-            row.lease_until_ms = now + options.lease_ms
+            row.lease_until_ms = lease_until
             self._touch(row, now)
-            self._leased(self._queues[queue_name], row)
+            self._leased(queue, row)
             claimed.append(row.claimed())
-            quota[queue_name] -= 1
-            if quota[queue_name] == 0:
+            left = quota[queue_name] - 1
+            if left:
+                quota[queue_name] = left
+            else:
                 del quota[queue_name]
         for queue_name, entry in skipped:
-            heapq.heappush(self._queues[queue_name].due, entry)
+            heapq.heappush(queues[queue_name].due, entry)
         return ClaimResult(jobs=tuple(claimed), buried=tuple(r.buried() for r in buried))
 
     def _leased(self, queue: _Queue, row: JobRow) -> None:
@@ -254,28 +261,29 @@ class MemoryJobDriver:
                 self.ledger.count(row.name, "dead-lettered" if row.dead_letter else "dropped", now)
                 buried.append(row)
             else:
-                version = self._versions[row.id]
-                heapq.heappush(queue.due, (row.priority, row.run_at_ms, row.id, version))
+                heapq.heappush(queue.due, (row.priority, row.run_at_ms, row.id, row.version))
         return buried
 
-    def _due_head(self, queue: _Queue, now: int) -> tuple[int, int, str] | None:
+    def _due_head(self, queue: _Queue, now: int) -> _Entry | None:
         """The first claimable entry of the due heap, dropping stale entries on the way."""
-        while queue.due:
-            priority, run_at, job_id, version = queue.due[0]
-            row = self._rows.get(job_id)
-            live = row is not None and self._versions.get(job_id) == version
-            if live and row is not None:
-                lapsed = row.state == "running" and (row.lease_until_ms or 0) <= now
-                if row.state in ("ready", "waiting") or lapsed:
-                    return (priority, run_at, job_id)
-            heapq.heappop(queue.due)
+        due, rows = queue.due, self._rows
+        while due:
+            head = due[0]
+            row = rows.get(head[2])
+            if row is not None and row.version == head[3]:
+                state = row.state
+                if state == "ready" or state == "waiting":
+                    return head
+                if state == "running" and (row.lease_until_ms or 0) <= now:
+                    return head  # lapsed
+            heapq.heappop(due)
         return None
 
     def _promote_due(self, queue: _Queue, now: int) -> None:
         while queue.delayed and queue.delayed[0][0] <= now:
             _, job_id, version = heapq.heappop(queue.delayed)
             row = self._rows.get(job_id)
-            if row is None or self._versions.get(job_id) != version:
+            if row is None or row.version != version:
                 continue
             heapq.heappush(queue.due, (row.priority, row.run_at_ms, row.id, version))
 
@@ -434,7 +442,6 @@ class MemoryJobDriver:
         record = row.record()
         del self._rows[job_id]
         self.listing.drop(row)
-        self._versions.pop(job_id, None)
         self.ledger.forget(job_id)
         for listener in self._on_remove:
             listener(row.run_id)

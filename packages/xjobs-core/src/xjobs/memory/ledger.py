@@ -114,4 +114,4 @@ class MemoryLedger:
 
     def paused(self, kind: PauseKind, name: str) -> bool:
         """Whether a queue (or a job name) is paused: the claim reads this."""
-        return (kind, name) in self._pauses
+        return bool(self._pauses) and (kind, name) in self._pauses

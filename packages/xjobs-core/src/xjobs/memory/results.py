@@ -18,7 +18,9 @@ class MemoryResults:
         jobs.on_settle(self._settled)
 
     def _settled(self, job_id: str) -> None:
-        for waiter in self._waiters.pop(job_id, []):
+        if not self._waiters:  # the usual case: nobody waits for any result
+            return
+        for waiter in self._waiters.pop(job_id, ()):
             if not waiter.done():
                 waiter.set_result(None)
 

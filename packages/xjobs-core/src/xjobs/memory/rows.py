@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xjobs.contract.driver import BuriedJob, ClaimedJob, JobRecord, JobState, NewJob
 from xjobs.contract.introspection import JobSummary
@@ -36,6 +36,14 @@ class JobRow:
     last_error: str | None = None
     progress: float | None = None
     result: str | None = None
+    # The idempotency namespace, `(name, coalesce(tenant_id, ''), idempotency_key)`: fixed at
+    # creation (none of the three ever changes), so built once.
+    namespace: tuple[str, str, str] = field(init=False, repr=False, compare=False)
+    # Bumped by each write the driver books: a heap entry carrying an older version is stale.
+    version: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.namespace = (self.name, self.tenant_id or "", self.idempotency_key)
 
     @classmethod
     def from_new(cls, job: NewJob, now_ms: int) -> JobRow:
@@ -57,32 +65,28 @@ class JobRow:
             updated_at_ms=now_ms,
         )
 
-    @property
-    def namespace(self) -> tuple[str, str, str]:
-        """The idempotency namespace: `(name, coalesce(tenant_id, ''), idempotency_key)`."""
-        return (self.name, self.tenant_id or "", self.idempotency_key)
-
     def claimed(self) -> ClaimedJob:
         assert self.claimed_by is not None
         assert self.lease_until_ms is not None
+        # positional, in the record's field order (one per claim: keywords cost a dict)
         return ClaimedJob(
-            id=self.id,
-            run_id=self.run_id,
-            name=self.name,
-            queue=self.queue,
-            tenant_id=self.tenant_id,
-            payload=self.payload,
-            priority=self.priority,
-            attempt=self.attempt,
-            max_attempts=self.max_attempts,
-            dead_letter=self.dead_letter,
-            claims=self.claims,
-            worker_id=self.claimed_by,
-            lease_until_ms=self.lease_until_ms,
-            enqueued_by=self.enqueued_by,
-            traceparent=self.traceparent,
-            created_at_ms=self.created_at_ms,
-            due_at_ms=self.run_at_ms,
+            self.id,
+            self.run_id,
+            self.name,
+            self.queue,
+            self.tenant_id,
+            self.payload,
+            self.priority,
+            self.attempt,
+            self.max_attempts,
+            self.dead_letter,
+            self.claims,
+            self.claimed_by,
+            self.lease_until_ms,
+            self.enqueued_by,
+            self.traceparent,
+            self.created_at_ms,
+            self.run_at_ms,
         )
 
     def buried(self) -> BuriedJob:

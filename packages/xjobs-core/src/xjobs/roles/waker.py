@@ -27,8 +27,13 @@ class Waker:
         return again
 
     async def wait(self, seconds: float | None) -> None:
-        """Sleep up to `seconds` (forever for `None`), unless a kick ends it or already arrived."""
+        """Sleep up to `seconds` (forever for `None`), unless a kick ends it or already arrived.
+
+        A kick that already arrived still yields one turn of the loop: a run started eagerly may
+        kick within the pass, and the loop must never spin without letting others run.
+        """
         if self.take_again():
+            await asyncio.sleep(0)
             return
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()

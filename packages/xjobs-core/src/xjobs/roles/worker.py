@@ -7,7 +7,6 @@ import logging
 import os
 import socket
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from xjobs.clock import Clock
@@ -26,6 +25,7 @@ from xjobs.roles.worker_stats import WorkerStats
 from xjobs.run.ack_batch import AckBatcher
 from xjobs.run.admit import LocalRates, RateGate, assert_enforceable
 from xjobs.run.claimed import RunWiring, announce_buried, run_claimed
+from xjobs.run.execute import start_eagerly
 from xjobs.run.settle import Settler
 from xjobs.run.settled import SettledHook
 from xjobs.run.signal import RunSignal
@@ -34,11 +34,15 @@ from xjobs.run.threads import BodyThreads
 log = logging.getLogger("xjobs.roles.worker")
 
 
-@dataclass(eq=False)
 class _Run:
-    job: ClaimedJob
-    signal: RunSignal = field(default_factory=RunSignal)
-    task: asyncio.Task[None] | None = None
+    """One claimed job in this worker: its signal and the task running it."""
+
+    __slots__ = ("job", "signal", "task")
+
+    def __init__(self, job: ClaimedJob) -> None:
+        self.job = job
+        self.signal = RunSignal()
+        self.task: asyncio.Task[None] | None = None
 
 
 class Worker:
@@ -62,11 +66,12 @@ class Worker:
         self._driver = backend.jobs
         self._registry = registry
         self._clock = clock
+        acks = AckBatcher(backend)
         self._settler = Settler(
             backend.jobs,
             clock,
             hooks=hooks,
-            ack=AckBatcher(backend).ack,
+            ack=acks.ack if acks.batches else backend.jobs.ack,
             events=backend.events,
             results=backend.results,
             observer=observer,
@@ -292,6 +297,8 @@ class Worker:
                 self._observer.loop_beat("worker", delay_ms / 1000)
             if self._accepting and delay_ms > 0:
                 await self._waker.wait(delay_ms / 1000)
+            elif self._accepting:
+                await asyncio.sleep(0)  # runs started eagerly may never wait: others get a turn
         self._finish()
 
     def _delay_after_pass(
@@ -369,7 +376,9 @@ class Worker:
         run = _Run(job)
         self._runs[job.id] = run
         self._in_flight[job.queue] = self._in_flight.get(job.queue, 0) + 1
-        run.task = asyncio.ensure_future(self._run(run))
+        # Started eagerly: a run that never waits (an in-process store, a quick body) is over
+        # before the next job of the pass starts, and costs the loop no turn of its own.
+        run.task = start_eagerly(self._run(run))
 
     async def _run(self, run: _Run) -> None:
         job = run.job

@@ -2,7 +2,8 @@
 
 The first ack never waits for company; the acks that arrive while a call is in flight go in the
 next, so batches grow only under load (group commit). Each ack keeps its own fence and answer;
-a batch that fails is retried one ack at a time.
+a batch that fails is retried one ack at a time. A driver whose calls never leave the process
+(`in_process`, the memory driver) has no round trip to share: its acks go straight through.
 """
 
 from __future__ import annotations
@@ -22,11 +23,17 @@ class AckBatcher:
         driver = backend.jobs
         self._driver = driver
         self._batched: BatchAck | None = None
-        if "ack_many" in backend.capabilities and isinstance(driver, BatchAck):
+        in_process = getattr(driver, "in_process", False) is True
+        if "ack_many" in backend.capabilities and isinstance(driver, BatchAck) and not in_process:
             self._batched = driver
         self._max_batch = max_batch
         self._pending: list[tuple[Claim, asyncio.Future[bool]]] = []
         self._flusher: asyncio.Task[None] | None = None
+
+    @property
+    def batches(self) -> bool:
+        """Whether acks go through `ack_many` together (else each is the driver's own `ack`)."""
+        return self._batched is not None
 
     async def ack(self, claim: Claim) -> bool:
         """Ack one completed run, batched with the acks waiting beside it; answers if its fence held."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
 
 from xjobs.clock import Clock
 from xjobs.contract.backend import Backend
@@ -11,8 +13,9 @@ from xjobs.contract.driver import BuriedJob, ClaimedJob
 from xjobs.contract.stores import SlotHolder
 from xjobs.declare.registry import Registry
 from xjobs.run.admit import RateGate, admit
+from xjobs.run.context import RunTools
 from xjobs.run.execute import execute_job
-from xjobs.run.heartbeat import LeaseKeeper
+from xjobs.run.heartbeat import BeatSchedule, LeaseKeeper
 from xjobs.run.record import RunRecord
 from xjobs.run.settle import Execution, Settler
 from xjobs.run.signal import RunSignal
@@ -23,7 +26,9 @@ log = logging.getLogger("xjobs.run.claimed")
 
 @dataclass(frozen=True, slots=True)
 class RunWiring:
-    """What every run of one worker shares: the stores, the registry, the clock, the settler, the lease."""
+    """What every run of one worker shares: the stores, the registry, the clock, the settler, the
+    lease, the one schedule every run's heartbeat is armed in, and the tools a body's context
+    builds its steps and progress from."""
 
     backend: Backend
     registry: Registry
@@ -33,14 +38,34 @@ class RunWiring:
     heartbeat_ms: int
     threads: BodyThreads
     rates: RateGate | None = None
+    beats: BeatSchedule = field(init=False)
+    tools: RunTools = field(init=False)
+
+    def __post_init__(self) -> None:
+        backend = self.backend
+        beats = BeatSchedule(backend.jobs, lease_ms=self.lease_ms, every_ms=self.heartbeat_ms)
+        object.__setattr__(self, "beats", beats)
+        tools = RunTools(
+            self.clock,
+            self.settler.record_progress,
+            steps=backend.steps,
+            events=backend.events,
+            observer=self.settler.observer,
+        )
+        object.__setattr__(self, "tools", tools)
 
 
-async def run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) -> Execution:
+def run_claimed(
+    wiring: RunWiring, job: ClaimedJob, signal: RunSignal
+) -> Coroutine[Any, Any, Execution]:
     """Admit, run and settle one claimed job, observed from admission to settle when telemetry is on."""
-    observer = wiring.settler.observer
-    if not observer.enabled:
-        return await _run_claimed(wiring, job, signal)
-    with observer.running(job):
+    if not wiring.settler.observer.enabled:
+        return _run_claimed(wiring, job, signal)
+    return _observed(wiring, job, signal)
+
+
+async def _observed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) -> Execution:
+    with wiring.settler.observer.running(job):
         return await _run_claimed(wiring, job, signal)
 
 
@@ -50,13 +75,7 @@ async def _run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) ->
     if run.handle is None:
         return await wiring.settler.unknown(run)
     slots = wiring.backend.slots
-    keeper = LeaseKeeper(
-        wiring.backend.jobs,
-        run.claim,
-        lease_ms=wiring.lease_ms,
-        every_ms=wiring.heartbeat_ms,
-        signal=signal,
-    )
+    keeper = LeaseKeeper(run.claim, signal, wiring.beats)
     slot: tuple[str, SlotHolder] | None = None
     try:
         try:
@@ -81,11 +100,9 @@ async def _run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) ->
         return await execute_job(
             run,
             settler=wiring.settler,
-            clock=wiring.clock,
+            tools=wiring.tools,
             signal=signal,
             refusal=admission.error,
-            steps=wiring.backend.steps,
-            events=wiring.backend.events,
             holds=keeper.holds,
             threads=wiring.threads,
         )

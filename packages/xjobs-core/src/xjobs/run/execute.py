@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
-from typing import Any
+import sys
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
-from xjobs.actor import Actor, run_with_context
-from xjobs.clock import Clock
-from xjobs.contract.stores import EventBus, StepStore
+from xjobs.actor import Actor, reset_actor, set_actor
 from xjobs.declare.job import JobHandle
 from xjobs.errors import JobCancelledError, LeaseLostError, TimeoutExceededError, XJobsError
-from xjobs.run.context import JobContext, SyncJobContext
-from xjobs.run.progress import ProgressThrottle
+from xjobs.run.context import JobContext, RunTools, SyncJobContext, progress_of
 from xjobs.run.record import RunRecord
 from xjobs.run.settle import Execution, Holds, Settler, flush_quietly
 from xjobs.run.signal import RunSignal
-from xjobs.run.steps import StepApi, StepRun
 from xjobs.run.threads import BodyThreads
+
+T = TypeVar("T")
+
+# The actor of a run with no tenant: the same for every such run.
+_NO_ORG = Actor()
 
 
 def _arm_deadline(handle: JobHandle[Any], signal: RunSignal) -> asyncio.TimerHandle | None:
@@ -37,27 +39,27 @@ async def _run_body(
     threads: BodyThreads,
 ) -> tuple[BaseException | None, object]:
     """Run the body under the signal (a plain `def` on a thread); answers the error it ended with
-    (`None` on success) and what it returned."""
-    actor = Actor(org_id=ctx.tenant)
+    (`None` on success) and what it returned.
 
-    def start() -> Awaitable[object]:
-        if handle.sync:
-            return threads.run(handle.fn, ctx, value)
-        return handle.fn(ctx, value)  # type: ignore[arg-type, return-value]
-
-    body: asyncio.Task[object] = asyncio.ensure_future(run_with_context(actor, start))
-    signal.attach(body)
+    The body runs in a task of its own (the signal cancels it, never the run), started eagerly
+    where the loop can (Python 3.12): a body that finishes without waiting costs no loop turn.
+    """
+    if signal.aborted:  # aborted before it started: the body never runs
+        return signal.reason, None
     deadline = _arm_deadline(handle, signal)
     try:
-        await body
-    except asyncio.CancelledError:
-        # The body's own cancellation (the signal's) is read below; the run's is passed on.
-        if not body.done() or _cancelling():
-            body.cancel()
-            raise
-    except BaseException:  # the body's error (a suspension too) is read from its task below
-        if not body.done():
-            raise
+        body = _start_body(handle, ctx, value, threads)
+        signal.attach(body)
+        try:
+            await body
+        except asyncio.CancelledError:
+            # The body's own cancellation (the signal's) is read below; the run's is passed on.
+            if not body.done() or _cancelling():
+                body.cancel()
+                raise
+        except BaseException:  # the body's error (a suspension too) is read from its task below
+            if not body.done():
+                raise
     finally:
         if deadline is not None:
             deadline.cancel()
@@ -69,38 +71,62 @@ async def _run_body(
     return error, None if error is not None else body.result()
 
 
+def _start_body(
+    handle: JobHandle[Any], ctx: JobContext | SyncJobContext, value: Any, threads: BodyThreads
+) -> asyncio.Task[object]:
+    """The body's task, made with the run's actor (org only) installed: the task's context is a
+    copy of this one, so the actor is the body's alone."""
+    tenant = ctx.tenant
+    token = set_actor(_NO_ORG if tenant is None else Actor(org_id=tenant))
+    try:
+        if handle.sync:
+            coro = threads.run(handle.fn, ctx, value)
+        else:
+            coro = _awaited(handle.fn(ctx, value))  # type: ignore[arg-type]
+        return start_eagerly(coro)
+    finally:
+        reset_actor(token)
+
+
+if sys.version_info >= (3, 12):
+
+    def start_eagerly(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """A task for `coro`, its first step run now (Python 3.12's eager start): a coroutine that
+        finishes without waiting is done on return and never takes a turn of the loop."""
+        return asyncio.Task(coro, loop=asyncio.get_running_loop(), eager_start=True)
+
+else:
+
+    def start_eagerly(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """A task for `coro` (before Python 3.12 every task starts on the loop's next turn)."""
+        return asyncio.get_running_loop().create_task(coro)
+
+
+def _awaited(answer: Any) -> Coroutine[Any, Any, object]:
+    """An async body's answer as a coroutine (what a task runs); an awaitable that is not one is
+    awaited inside one."""
+    if asyncio.iscoroutine(answer):
+        return answer
+
+    async def wait() -> object:
+        return await answer
+
+    return wait()
+
+
 def _cancelling() -> int:
     """How many cancellations of the running task are pending (the run's, not its body's)."""
     task = asyncio.current_task()
     return 0 if task is None else task.cancelling()
 
 
-def _identity(run: RunRecord) -> dict[str, Any]:
-    """What both contexts open with: job id, run id, name, queue, attempts, tenant, attribution."""
-    job = run.job
-    return {
-        "job_id": job.id,
-        "run_id": job.run_id,
-        "name": job.name,
-        "queue": job.queue,
-        "attempt": job.attempt,
-        "max_attempts": job.max_attempts,
-        "final_attempt": job.attempt >= job.max_attempts,
-        "tenant": run.tenant,
-        "enqueued_by": job.enqueued_by,
-        "traceparent": job.traceparent,
-    }
-
-
 async def execute_job(
     run: RunRecord,
     *,
     settler: Settler,
-    clock: Clock,
+    tools: RunTools,
     signal: RunSignal,
     refusal: XJobsError | None = None,
-    steps: StepStore | None = None,
-    events: EventBus | None = None,
     holds: Holds | None = None,
     threads: BodyThreads | None = None,
 ) -> Execution:
@@ -109,32 +135,12 @@ async def execute_job(
     lease is still held, so a settle the store could not take is retried meanwhile."""
     handle = run.handle
     assert handle is not None, "a run of an unknown job is settled by Settler.unknown"
-    job = run.job
-    claim = run.claim
-    progress = ProgressThrottle(clock, lambda v: settler.record_progress(claim, v))
     error: BaseException | None = refusal or run.refusal
     returned: object = None
-    if error is None and handle.sync:
-        sync_ctx = SyncJobContext(
-            **_identity(run),
-            _progress=progress,
-            _signal=signal,
-            _loop=asyncio.get_running_loop(),
-        )
-        error, returned = await _run_body(
-            handle, sync_ctx, run.value, signal, threads or BodyThreads(1)
-        )
-    elif error is None:
-        step = StepApi(
-            StepRun(claim, job.run_id, job.queue, handle.step_timeout_ms),
-            store=steps,
-            events=events,
-            clock=clock,
-            signal=signal,
-            observer=settler.observer,
-        )
-        ctx = JobContext(**_identity(run), step=step, _progress=progress, _signal=signal)
+    if error is None:
+        ctx = SyncJobContext(run, signal, tools) if handle.sync else JobContext(run, signal, tools)
         error, returned = await _run_body(handle, ctx, run.value, signal, threads or BodyThreads(1))
-    if not isinstance(error, LeaseLostError | JobCancelledError):
-        await flush_quietly(progress.flush, job)
+        progress = progress_of(ctx)
+        if progress is not None and not isinstance(error, LeaseLostError | JobCancelledError):
+            await flush_quietly(progress.flush, run.job)
     return await settler.settle(run, error, holds=holds, returned=returned)

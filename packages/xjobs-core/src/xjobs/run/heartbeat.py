@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import weakref
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
 from xjobs.contract.driver import Claim, JobDriver
@@ -19,39 +17,52 @@ RenewFn = Callable[[], Awaitable[bool]]
 
 
 class Renewal:
-    """One renewed thing (the job lease or a fleet slot): when it last landed and what losing it means."""
+    """One renewed thing (the job lease or a fleet slot): when it last landed and what losing it means.
+
+    The job lease's own renewal has no `renew` and no `loss`: the keeper heartbeats the claim and
+    builds its loss itself (no closure per run).
+    """
 
     __slots__ = ("last_landed", "loss", "renew", "what")
 
-    def __init__(self, what: str, renew: RenewFn, loss: Callable[[], XJobsError]) -> None:
+    def __init__(
+        self,
+        what: str,
+        renew: RenewFn | None = None,
+        loss: Callable[[], XJobsError] | None = None,
+    ) -> None:
         self.what = what
         self.renew = renew
         self.loss = loss
         self.last_landed = time.monotonic()
 
 
-class _Beats:
-    """Every lease keeper of one event loop that beats every `every_s`, behind one timer.
+class BeatSchedule:
+    """Every lease keeper of one worker, behind one timer: they all beat every `every_ms`, each
+    renewing its job's lease through `driver` for `lease_ms`.
 
     All of them wait the same interval, so the order they were armed in is the order they fall
-    due: an ordered dict is the whole schedule (arm, disarm and the next due are O(1)), and a
-    claim or a settle costs no timer of its own.
+    due: an insertion-ordered dict is the whole schedule (arm, disarm and the next due are O(1)),
+    and a claim or a settle costs no timer of its own. The timer is the running loop's.
     """
 
-    __slots__ = ("_due", "_every_s", "_timer")
+    __slots__ = ("_due", "_every_s", "_timer", "driver", "lease_ms", "window_s")
 
-    def __init__(self, every_s: float) -> None:
-        # no reference to the loop: it is the key this schedule is kept under, weakly
-        self._every_s = every_s
-        self._due: OrderedDict[LeaseKeeper, float] = OrderedDict()
+    def __init__(self, driver: JobDriver, *, lease_ms: int, every_ms: int) -> None:
+        self.driver = driver
+        self.lease_ms = lease_ms
+        self.window_s = lease_ms / 1000
+        self._every_s = every_ms / 1000
+        self._due: dict[LeaseKeeper, float] = {}
         self._timer: asyncio.TimerHandle | None = None
 
     def arm(self, keeper: LeaseKeeper) -> None:
         """`keeper` beats one interval from now (after every keeper armed before it)."""
         loop = asyncio.get_running_loop()
         at = loop.time() + self._every_s
-        self._due[keeper] = at
-        self._due.move_to_end(keeper)
+        due = self._due
+        due.pop(keeper, None)  # re-armed: to the end, where its new time belongs
+        due[keeper] = at
         if self._timer is None:
             self._timer = loop.call_at(at, self._fire)
 
@@ -63,30 +74,14 @@ class _Beats:
         self._timer = None
         loop = asyncio.get_running_loop()
         now = loop.time()
-        while self._due:
-            keeper, at = next(iter(self._due.items()))
+        due = self._due
+        while due:
+            keeper, at = next(iter(due.items()))
             if at > now:
                 self._timer = loop.call_at(at, self._fire)
                 return
-            del self._due[keeper]
+            del due[keeper]
             keeper.fire()
-
-
-_schedules: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[float, _Beats]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _beats(every_s: float) -> _Beats:
-    """The running loop's schedule of keepers beating every `every_s`."""
-    loop = asyncio.get_running_loop()
-    by_interval = _schedules.get(loop)
-    if by_interval is None:
-        by_interval = _schedules[loop] = {}
-    beats = by_interval.get(every_s)
-    if beats is None:
-        beats = by_interval[every_s] = _Beats(every_s)
-    return beats
 
 
 class LeaseKeeper:
@@ -94,32 +89,22 @@ class LeaseKeeper:
 
     __slots__ = (
         "_beats",
-        "_driver",
-        "_every_s",
-        "_lease_ms",
         "_renewals",
         "_signal",
+        "_started",
         "_stopped",
         "_task",
-        "_window_s",
         "claim",
     )
 
-    def __init__(
-        self, driver: JobDriver, claim: Claim, *, lease_ms: int, every_ms: int, signal: RunSignal
-    ) -> None:
-        self._driver = driver
+    def __init__(self, claim: Claim, signal: RunSignal, beats: BeatSchedule) -> None:
         self.claim = claim
-        self._lease_ms = lease_ms
-        self._every_s = every_ms / 1000
-        self._window_s = lease_ms / 1000
         self._signal = signal
         self._stopped = False
-        self._beats: _Beats | None = None
+        self._started = False
+        self._beats = beats
         self._task: asyncio.Task[None] | None = None
-        self._renewals = [
-            Renewal("job lease", lambda: driver.heartbeat(claim, lease_ms), self._job_loss)
-        ]
+        self._renewals = [Renewal("job lease")]
 
     def hold(self, what: str, renew: RenewFn) -> None:
         """Also renew `what` (a fleet slot) on each beat; a whole window without a landing is `XJOBS_SLOT_LOST`."""
@@ -128,6 +113,9 @@ class LeaseKeeper:
                 what, renew, lambda: SlotLostError(f"{what} could not be renewed for a whole TTL")
             )
         )
+
+    def _loss(self, renewal: Renewal) -> XJobsError:
+        return self._job_loss() if renewal.loss is None else renewal.loss()
 
     def _job_loss(self) -> XJobsError:
         return LeaseLostError(
@@ -145,18 +133,19 @@ class LeaseKeeper:
         """
         job_lease = self._renewals[0]
         return (
-            not self._signal.aborted and time.monotonic() - job_lease.last_landed < self._window_s
+            not self._signal.aborted
+            and time.monotonic() - job_lease.last_landed < self._beats.window_s
         )
 
     def start(self) -> None:
         """Arm the first beat, one interval after the claim."""
-        self._beats = _beats(self._every_s)
-        self._arm()
+        self._started = True
+        if not self._stopped and not self._signal.aborted:
+            self._beats.arm(self)
 
     def _arm(self) -> None:
-        if self.stopped() or self._beats is None:
-            return
-        self._beats.arm(self)
+        if self._started and not self.stopped():
+            self._beats.arm(self)
 
     def fire(self) -> None:
         """A beat is due (the schedule calls this): renew, in a task of its own."""
@@ -182,11 +171,11 @@ class LeaseKeeper:
         except Exception as exc:
             if self.stopped():
                 return
-            if time.monotonic() - renewal.last_landed >= self._window_s:
+            if time.monotonic() - renewal.last_landed >= self._beats.window_s:
                 log.warning(
                     "jobs.lease.lost", extra={"job_id": self.claim.job_id, "what": renewal.what}
                 )
-                self._signal.abort(renewal.loss())
+                self._signal.abort(self._loss(renewal))
             else:
                 log.warning(
                     "jobs.heartbeat.missed",
@@ -200,7 +189,7 @@ class LeaseKeeper:
         elif renewal is self._renewals[0]:
             await self._job_fence_missed()
         else:
-            self._signal.abort(renewal.loss())
+            self._signal.abort(self._loss(renewal))
 
     async def _answered_in_window(self, renewal: Renewal) -> bool:
         """The renewal's answer, or `TimeoutError` once its window closes without one.
@@ -208,8 +197,11 @@ class LeaseKeeper:
         A pooler (pgbouncer) holds a statement for as long as its server is down, and a cancelled
         statement returns only when the server answers: the renewal is not awaited past the window.
         """
-        left_s = self._window_s - (time.monotonic() - renewal.last_landed)
-        renewing = asyncio.ensure_future(renewal.renew())
+        beats = self._beats
+        left_s = beats.window_s - (time.monotonic() - renewal.last_landed)
+        renew = renewal.renew
+        answer = beats.driver.heartbeat(self.claim, beats.lease_ms) if renew is None else renew()
+        renewing = asyncio.ensure_future(answer)
         renewing.add_done_callback(_retrieved)
         try:
             done, _ = await asyncio.wait({renewing}, timeout=max(left_s, 0.001))
@@ -223,7 +215,7 @@ class LeaseKeeper:
     async def _job_fence_missed(self) -> None:
         """The fence missed: an operator cancelled the job, or another claim took it."""
         try:
-            record = await self._driver.get(self.claim.job_id)
+            record = await self._beats.driver.get(self.claim.job_id)
         except Exception:
             record = None
         if record is not None and record.state == "cancelled":
@@ -235,7 +227,7 @@ class LeaseKeeper:
     def stop(self) -> None:
         """Stop renewing (the run settled); a beat in flight is cancelled."""
         self._stopped = True
-        if self._beats is not None:
+        if self._started:
             self._beats.disarm(self)
         if self._task is not None:
             self._task.cancel()

@@ -17,33 +17,31 @@ class RunRecord:
 
     `refusal` is why the input or the tenant could not be derived; the attempt then fails with it
     and the body never runs. `handle` is `None` for a row whose job this process does not know.
+    `claim` is the fence every settle of this run carries, built once from the job (by `open`).
     """
 
     job: ClaimedJob
     handle: JobHandle[Any] | None
+    claim: Claim = field(repr=False, compare=False)
     value: Any = None
     tenant: str | None = None
     refusal: XJobsError | None = None
-    # The fence every settle of this run carries, built once from the job.
-    claim: Claim = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "claim", self.job.claim)
 
     @classmethod
     def open(cls, handle: JobHandle[Any] | None, job: ClaimedJob) -> RunRecord:
         """Decode the payload and derive the tenant once; a refusal is kept, never raised."""
+        claim = job.claim
         if handle is None:
-            return cls(job, None)
+            return cls(job, None, claim)
         try:
             value = decode_input(handle.input_model, job.payload, job=handle.name)
         except XJobsError as exc:
-            return cls(job, handle, refusal=exc)
+            return cls(job, handle, claim, refusal=exc)
         try:
             tenant = handle.tenant_for(value)
         except XJobsError as exc:
-            return cls(job, handle, value, refusal=exc)
-        return cls(job, handle, value, tenant)
+            return cls(job, handle, claim, value, refusal=exc)
+        return cls(job, handle, claim, value, tenant)
 
     @staticmethod
     def tenant_of(handle: JobHandle[Any] | None, payload: str) -> str | None:

@@ -7,11 +7,12 @@ rule and the `jobs.settle.unowned` line exist only in this module.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from xjobs.clock import Clock
 from xjobs.codec import encode_result
@@ -64,6 +65,10 @@ class Execution:
     landed: bool
     error: str | None = None
     resume_at_ms: int | None = None
+
+
+# How every completed run ends: one shared record.
+COMPLETED: Final = Execution("completed", landed=True)
 
 
 def describe_error(error: BaseException) -> str:
@@ -184,6 +189,8 @@ class Settler:
         still held (the heartbeat keeps it); the fence makes a repeated settle safe.
         """
         if error is None:
+            if returned is None or self._results is None:  # nothing to store with it
+                return await self._land(run, None, holds=holds)
             try:
                 result = self._encode(run, returned)
             except ResultInvalidError as refused:
@@ -327,17 +334,20 @@ class Settler:
         """Store the ending (`None`: completed, with its `result` when the body returned one); a
         missed fence is logged once and announces nothing."""
         job, claim = run.job, run.claim
+        outcome: Outcome = "completed" if nack is None else nack.outcome
+        write: Callable[[], Awaitable[bool]]
         if nack is None and result is not None and self._results is not None:
-            results, text = self._results, result
-            landed = await _stored(lambda: results.complete(claim, text), job, holds)
-            outcome: Outcome = "completed"
+            write = functools.partial(self._results.complete, claim, result)
         elif nack is None:
-            landed = await _stored(lambda: self._ack(claim), job, holds)
-            outcome = "completed"
+            write = functools.partial(self._ack, claim)
         else:
-            driver, held = self._driver, nack
-            landed = await _stored(lambda: driver.nack(claim, held), job, holds)
-            outcome = nack.outcome
+            write = functools.partial(self._driver.nack, claim, nack)
+        try:  # the first try inline: a store that answers costs no retry loop
+            landed = await write()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            landed = await _retried(write, job, holds, exc)
         if not landed:
             return self._unowned(job, outcome, nack.error if nack is not None else None)
         error = None if nack is None else nack.error
@@ -350,8 +360,10 @@ class Settler:
                 job.id, job.run_id, job.name, job.queue, outcome, attempt, run.tenant, error
             )
             await announce_settled(hooks, event)
+        if nack is None:
+            return COMPLETED  # immutable: every completion shares it
         resume_at = None
-        if nack is not None and nack.state == "ready" and outcome != "handed-back":
+        if nack.state == "ready" and outcome != "handed-back":
             resume_at = nack.run_at_ms
         return Execution(outcome, landed=True, error=error, resume_at_ms=resume_at)
 
@@ -375,21 +387,36 @@ async def _stored(
     write: Callable[[], Awaitable[bool]], job: ClaimedJob, holds: Holds | None
 ) -> bool:
     """One fenced write; an error is retried with backoff while the lease holds, then raised."""
+    try:
+        return await write()
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        return await _retried(write, job, holds, exc)
+
+
+async def _retried(
+    write: Callable[[], Awaitable[bool]], job: ClaimedJob, holds: Holds | None, failed: Exception
+) -> bool:
+    """A fenced write whose first try raised `failed`: retried with backoff while the lease
+    holds, else that error is raised."""
     delay_s = SETTLE_RETRY_FLOOR_S
+    exc: Exception = failed
     while True:
+        if holds is None or not holds():
+            raise exc
+        log.warning(
+            "jobs.settle.retrying",
+            extra={"job_id": job.id, "job": job.name, "error": repr(exc), "delay_s": delay_s},
+        )
+        await asyncio.sleep(delay_s)
+        delay_s = min(delay_s * 2, SETTLE_RETRY_CEILING_S)
         try:
             return await write()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
-            if holds is None or not holds():
-                raise
-            log.warning(
-                "jobs.settle.retrying",
-                extra={"job_id": job.id, "job": job.name, "error": repr(exc), "delay_s": delay_s},
-            )
-        await asyncio.sleep(delay_s)
-        delay_s = min(delay_s * 2, SETTLE_RETRY_CEILING_S)
+        except Exception as again:
+            exc = again
 
 
 async def flush_quietly(flush: Callable[[], Awaitable[None]], job: ClaimedJob) -> None:
