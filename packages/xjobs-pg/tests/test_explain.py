@@ -2,7 +2,9 @@
 
 One bulk statement loads a realistic table (most rows finished, a large share delayed, a few
 hundred due in one queue), the table is analyzed, and the driver's real claim statement is
-explained with the parameters a worker sends. Nothing is timed.
+explained with the parameters a worker sends; a claim of a queue with none due reads a few pages
+of its delayed jobs, not all of them. The enqueue's statements keep one generic plan that reads no
+row of jobs. Nothing is timed.
 
 The operator's statements are explained over the same table, each run (a bulk verb inside a
 transaction rolled back) so the plan carries the buffers it touched: a list page, a filtered
@@ -24,7 +26,12 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
-from xjobs.contract.driver import FINISHED_STATES, JOB_STATES, LAPSED_ON_FINAL_ATTEMPT
+from xjobs.contract.driver import (
+    FINISHED_STATES,
+    JOB_STATES,
+    LAPSED_ON_FINAL_ATTEMPT,
+    ClaimOptions,
+)
 from xjobs.contract.introspection import COUNT_CAP, JobFilter, JobPosition
 from xjobs_pg.backend import asyncpg_dsn, open_backend
 from xjobs_pg.operator_params import (
@@ -34,7 +41,7 @@ from xjobs_pg.operator_params import (
     QueueCountsParams,
     WakingBulkParams,
 )
-from xjobs_pg.params import Params
+from xjobs_pg.params import ClaimParams, Params
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable
 from xjobs_pg.sql import Statements
@@ -246,6 +253,110 @@ async def test_the_claim_never_seq_scans_the_jobs_table(explained: ExplainedClai
         if n["Node Type"] == "Seq Scan" and n.get("Relation Name") == "jobs"
     ]
     assert seq_scans == [], explained.text
+
+
+# A claim reads its queue one priority at a time, so the first delayed job of a priority ends that
+# scan: an index descent or two a priority, whatever the number of delayed jobs behind it.
+IDLE_CLAIM_PAGES = 60
+
+
+async def test_a_claim_of_a_queue_with_no_due_job_reads_none_of_its_delayed_jobs(
+    loaded: LoadedTable,
+) -> None:
+    # `emails` holds some 83,000 delayed jobs and none due: a worker polling it idle claims nothing,
+    # and each poll must not walk them (a scan in priority order with run_at as a filter read
+    # every one of them, 25 ms a poll beside 500,000).
+    delayed = await loaded.conn.fetchval(
+        f"select count(*) from {loaded.quoted}.jobs "
+        "where queue = 'emails' and state = 'ready' and run_at_ms > $1",
+        loaded.now_ms,
+    )
+    assert delayed > 50_000
+    options = ClaimOptions(str(uuid.uuid4()), {"emails": 10}, 30_000)
+    params = ClaimParams(None, options, LAPSED_ON_FINAL_ATTEMPT)
+    statement = Statements(loaded.quoted)["claim"]
+    try:
+        async with loaded.conn.transaction():
+            await loaded.conn.execute("set local jit = off")
+            found = await loaded.conn.fetchval(
+                f"explain (analyze, buffers, format json) {statement}", *params.bind()
+            )
+            raise _RolledBack
+    except _RolledBack:
+        pass
+    plan = json.loads(found)[0]["Plan"]
+    scans = [
+        n for n in nodes(plan) if n.get("Relation Name") == "jobs" and "Scan" in n["Node Type"]
+    ]
+    pages = sum(n["Shared Hit Blocks"] + n["Shared Read Blocks"] for n in scans)
+    claimed = [n for n in scans if n.get("Index Name") == "jobs_claimable"]
+    print(f"\nan idle claim beside {delayed:,} delayed jobs: {pages} pages of jobs read")
+    assert claimed, plan
+    assert plan["Actual Rows"] == 0, plan
+    assert pages <= IDLE_CLAIM_PAGES, json.dumps(plan, indent=1)
+
+
+# -- the enqueue's one statement ------------------------------------------------------------
+
+# What `enqueue_one` and `enqueue_fresh` take: the columns of a job (one value each, or an array
+# each), now, the queues to wake, the channel.
+JOB_TYPES = "uuid, uuid, text, text, text, text, text, int, bigint, int, bool, text, text"
+FRESH_TYPES = {
+    "enqueue_one": f"{JOB_TYPES}, bigint, text[], text",
+    "enqueue_fresh": ", ".join(f"{t}[]" for t in JOB_TYPES.split(", ")) + ", bigint, text[], text",
+}
+
+
+def fresh_job(name: str) -> list[object]:
+    """A new job's columns as `explain execute` literals: one value each, or a one-element array."""
+    values = [
+        f"'{uuid.uuid4()}'",
+        f"'{uuid.uuid4()}'",
+        "'job_1'",
+        "'default'",
+        "null",
+        f"'key-{secrets.token_hex(4)}'",
+        """'{"n": 1}'""",
+        "0",
+        "null",
+        "3",
+        "true",
+        "null",
+        "null",
+    ]
+    if name == "enqueue_fresh":
+        values = [f"array[{v}]::{t}[]" for v, t in zip(values, JOB_TYPES.split(", "), strict=True)]
+    return [*values, "null", "'{default}'", "'xjobs_t_wake'"]
+
+
+@pytest.mark.parametrize("name", sorted(FRESH_TYPES))
+async def test_an_enqueue_keeps_one_generic_plan_that_reads_no_row_of_jobs(
+    loaded: LoadedTable, name: str
+) -> None:
+    # The plan a session caches for the enqueue is made once and kept while the table grows: it
+    # must read no row of jobs (a probe joined in would be planned for the table as it was then,
+    # a hash of all of it once it was small), and the session must keep it (no plan per enqueue).
+    conn = loaded.conn
+    statement = Statements(loaded.quoted)[name]
+    await conn.execute(f"prepare cached_enqueue({FRESH_TYPES[name]}) as {statement}")
+    try:
+        for _ in range(RUNS_BEFORE_CACHED):
+            execute = f"execute cached_enqueue({', '.join(map(str, fresh_job(name)))})"
+            plan = json.loads(await conn.fetchval(f"explain (format json) {execute}"))[0]["Plan"]
+        text = "\n".join(row[0] for row in await conn.fetch(f"explain {execute}"))
+        generic = await conn.fetchval(
+            "select generic_plans from pg_prepared_statements where name = 'cached_enqueue'"
+        )
+    finally:
+        await conn.execute("deallocate cached_enqueue")
+    print(f"\n{name} at {ROWS:,} rows, generic plans {generic}:\n{text}")
+    assert generic > 0, text
+    reads = [
+        n
+        for n in nodes(plan)
+        if n.get("Relation Name") == "jobs" and n["Node Type"] != "ModifyTable"
+    ]
+    assert reads == [], text
 
 
 # -- the operator's statements ----------------------------------------------------------------

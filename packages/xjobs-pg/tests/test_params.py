@@ -36,6 +36,7 @@ from xjobs_pg.params import (
     CancelParams,
     ClaimParams,
     CompleteParams,
+    EnqueueOneParams,
     EnqueueParams,
     FlowEnqueueParams,
     HeartbeatParams,
@@ -98,6 +99,7 @@ WEBHOOK_ATTEMPT = WebhookAttempt(
 SAMPLES: dict[str, Params] = {
     "enqueue": EnqueueParams(NOW, [JOB], ["default"], "channel"),
     "enqueue_fresh": EnqueueParams(NOW, [JOB], ["default"], "channel"),
+    "enqueue_one": EnqueueOneParams(NOW, JOB, ["default"], "channel"),
     "enqueue_flow": FlowEnqueueParams(
         EnqueueParams(NOW, [replace(JOB, debounce_ms=1, throttle_ms=1)], ["default"], "channel")
     ),

@@ -28,11 +28,13 @@ from xjobs_pg.params import (
     AckParams,
     CancelParams,
     ClaimParams,
+    EnqueueOneParams,
     EnqueueParams,
     FlowEnqueueParams,
     HeartbeatParams,
     NackParams,
     One,
+    Params,
     ProgressParams,
     RequeueParams,
 )
@@ -66,26 +68,34 @@ class PostgresJobDriver:
         return [results[i] for i in range(len(jobs))]
 
     async def _enqueue_fresh(self, jobs: Sequence[NewJob]) -> dict[int, EnqueueResult]:
-        """Insert the rows whose id and namespace are new, in one statement: index -> result."""
+        """Insert the rows whose id and namespace are new, in one statement: index -> result.
+        One row goes through `enqueue_one` (its columns bound as they are), a batch through
+        `enqueue_fresh` (as arrays)."""
+        now = self._x.now()
+        wake = self._wake.take(_due_queues(jobs, now))
+        params: Params
+        if len(jobs) == 1:
+            name, params = "enqueue_one", EnqueueOneParams(now, jobs[0], wake, self._wake.channel)
+        else:
+            name, params = "enqueue_fresh", EnqueueParams(now, jobs, wake, self._wake.channel)
         try:
-            rows = await self._x.pool.fetch(
-                self._x.sql["enqueue_fresh"], *self._enqueue(jobs).bind()
-            )
+            rows = await self._x.pool.fetch(self._x.sql[name], *params.bind())
         except asyncpg.UniqueViolationError:
-            return {}  # a publisher raced an id: `enqueue` answers the rows that won
+            return {}  # never expected (every unique index arbitrates): `enqueue` answers them all
         except Exception as exc:
             raise interpret_error(exc) from exc
+        # The row that landed is the input row of its ordinal: its own id and run id.
+        landed = (jobs[row["ord"] - 1] for row in rows)
         return {
-            row["ord"] - 1: EnqueueResult(str(row["id"]), str(row["run_id"]), deduped=False)
-            for row in rows
+            row["ord"] - 1: EnqueueResult(job.id, job.run_id, deduped=False)
+            for row, job in zip(rows, landed, strict=True)
         }
 
     def _enqueue(self, jobs: Sequence[NewJob]) -> EnqueueParams:
-        """The parameters both enqueue statements take: the rows, now, the queues to wake."""
+        """The parameters of `enqueue`: the rows, now, the queues to wake."""
         now = self._x.now()
-        due_by = now if now is not None else time.time_ns() // 1_000_000
-        queues = sorted({j.queue for j in jobs if j.run_at_ms is None or j.run_at_ms <= due_by})
-        return EnqueueParams(now, jobs, self._wake.take(queues), self._wake.channel)
+        wake = self._wake.take(_due_queues(jobs, now))
+        return EnqueueParams(now, jobs, wake, self._wake.channel)
 
     async def _enqueue_flow(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         """Debounced or throttled rows: one `enqueue_flow` per run of rows with distinct
@@ -216,6 +226,12 @@ def is_uuid(value: str) -> bool:
     except (ValueError, TypeError, AttributeError):
         return False
     return True
+
+
+def _due_queues(jobs: Sequence[NewJob], now: int | None) -> list[str]:
+    """The queues of `jobs` that get a row due at `now` (the driver's clock, else the wall's)."""
+    due_by = now if now is not None else time.time_ns() // 1_000_000
+    return sorted({j.queue for j in jobs if j.run_at_ms is None or j.run_at_ms <= due_by})
 
 
 def _namespace(job: NewJob) -> tuple[str, str, str]:

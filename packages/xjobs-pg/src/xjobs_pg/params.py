@@ -91,6 +91,19 @@ class EnqueueParams:
 
 
 @dataclass(frozen=True, slots=True)
+class EnqueueOneParams:
+    """`enqueue_one`: $1..$13 the columns of one job, $14 now, $15 the queues to wake, $16 the channel."""
+
+    now_ms: int | None
+    job: NewJob
+    wake: list[str]
+    channel: str
+
+    def bind(self) -> Bound:
+        return (*job_columns(self.job), self.now_ms, self.wake, self.channel)
+
+
+@dataclass(frozen=True, slots=True)
 class FlowEnqueueParams:
     """`enqueue_flow`: `EnqueueParams`' $1..$16, then $17 each row's debounce and $18 its throttle window."""
 

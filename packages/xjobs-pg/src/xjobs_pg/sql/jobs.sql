@@ -1,9 +1,13 @@
--- fragment: enqueue_input
--- The opening CTEs of both enqueue statements: `params` (the driver clock now, $14) and `input`
--- (the rows $1..$13, unnested in input order with their ordinal).
+-- fragment: enqueue_params
+-- The opening CTE of every enqueue statement: `params`, the driver clock now ($14).
 with params as (
     select coalesce($14::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
-),
+)
+
+-- fragment: enqueue_input
+-- The opening CTEs of the enqueue statements of a batch: `params` and `input` (the rows $1..$13,
+-- unnested in input order with their ordinal).
+{enqueue_params},
 input as (
     select t.id, t.run_id, t.name, t.queue, t.tenant_id, t.idempotency_key, t.payload, t.priority,
            t.run_at_ms, t.max_attempts, t.dead_letter, t.enqueued_by, t.traceparent, t.ord, p.now_ms
@@ -14,8 +18,20 @@ input as (
     cross join params p
 )
 
+-- fragment: insert_fresh
+-- The insert of the fast paths (`enqueue_fresh`, `enqueue_one`): the columns a new job sets, and
+-- the select of its values follows. The conflict names no target, so every unique index of jobs
+-- is its arbiter: a row whose id names a job (jobs_pkey, a repeated publish) or whose namespace
+-- a live job holds (jobs_live_namespace) is passed over by the index check the insert makes
+-- anyway, even against a row a concurrent statement has not committed yet (the insert waits for
+-- it). No probe joins jobs, so the plan reads no other row of jobs: the session keeps one generic
+-- plan for the statement, as cheap however the table grew since it was made (test_explain.py).
+insert into {schema}.jobs (id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
+                           run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent,
+                           created_at_ms, updated_at_ms)
+
 -- fragment: enqueue_woken
--- The closing CTE of both enqueue statements: a NOTIFY on $16 of each queue the caller asks to
+-- The closing CTE of every enqueue statement: a NOTIFY on $16 of each queue the caller asks to
 -- wake ($15) that got a row due now.
 woken as (
     select pg_notify($16, w.queue)
@@ -25,31 +41,45 @@ woken as (
 )
 
 -- name: enqueue_fresh
--- The fast path of every enqueue: insert each input row whose id and live namespace are both new,
--- in input order, and answer the ordinals that landed (the first, for an id given twice). A row with no answer
--- is asked again through `enqueue`, which answers the job holding its id or namespace. The wake
--- is sent for the queues the caller asks to wake ($15) that got a row due now.
+-- The fast path of a batch: insert each input row whose id and live namespace are both new, in
+-- input order, and answer the ordinals that landed (the first, for an id given twice: the row
+-- that landed holds the id and run id of that input row, so neither is sent back). A row with no
+-- answer is asked again through `enqueue`, which answers the job holding its id or namespace.
+-- The wake is sent for the queues the caller asks to wake ($15) that got a row due now.
 {enqueue_input},
 inserted as (
-    insert into {schema}.jobs (id, run_id, name, queue, tenant_id, idempotency_key, payload, priority,
-                               run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent,
-                               created_at_ms, updated_at_ms)
+    {insert_fresh}
     select i.id, i.run_id, i.name, i.queue, i.tenant_id, i.idempotency_key, i.payload, i.priority,
            coalesce(i.run_at_ms, i.now_ms), i.max_attempts, i.dead_letter, i.enqueued_by, i.traceparent,
            i.now_ms, i.now_ms
     from input i
-    where not exists (select 1 from {schema}.jobs existing where existing.id = i.id)
     order by i.ord
-    on conflict (name, coalesce(tenant_id, ''), idempotency_key)
-        where state in ('ready', 'running', 'waiting')
-        do nothing
+    on conflict do nothing
     returning id, run_id, queue, run_at_ms
 ),
 {enqueue_woken}
-select min(i.ord) as ord, ins.id, ins.run_id, (select count(*) from woken) as woken
+select min(i.ord) as ord, (select count(*) from woken) as woken
 from inserted ins
 join input i on i.id = ins.id
-group by ins.id, ins.run_id;
+group by ins.id;
+
+-- name: enqueue_one
+-- `enqueue_fresh` of one row, in its one round trip: the columns bound as they are ($1..$13, no
+-- arrays to unnest and join back), the rest as there. No row answers when the id or the namespace
+-- is taken, and the row is then asked again through `enqueue`.
+{enqueue_params},
+inserted as (
+    {insert_fresh}
+    select $1::uuid, $2::uuid, $3::text, $4::text, $5::text, $6::text, $7::text, $8::int,
+           coalesce($9::bigint, p.now_ms), $10::int, $11::bool, $12::text, $13::text,
+           p.now_ms, p.now_ms
+    from params p
+    on conflict do nothing
+    returning id, run_id, queue, run_at_ms
+),
+{enqueue_woken}
+select 1 as ord, (select count(*) from woken) as woken
+from inserted ins;
 
 -- name: enqueue
 -- The second and last statement of an enqueue that the fast path left unanswered: it answers
@@ -217,9 +247,13 @@ order by f.ord;
 -- hand costs what the generic plan costs, and the server keeps the generic plan after the fifth
 -- claim of a session instead of planning each claim again (planning cost more than the claim
 -- itself). The plan is the same index scan in claim order (test_explain.py pins the cached one).
+-- The due jobs of a queue are read one priority at a time (`levels`: each priority the queue
+-- holds, found by one descent of jobs_claimable each, a loose index scan), so run_at is a bound of
+-- each scan and not a filter: a scan stops at the first job not due yet, however many delayed
+-- jobs sit behind it (a claim of an idle queue beside 500,000 delayed jobs read all of them).
 -- $1 now, $2 queues, $3 their limits, $4 worker, $5 the total limit, $6 lease ms,
 -- $7 presence TTL ms (null: none), $8 the error a burial writes.
-with params as (
+with recursive params as (
     select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
 ),
 presence as (
@@ -263,17 +297,29 @@ running_queues as (
     from unnest((select $2::text[]), (select $3::int[])) as q(queue, lim)
     where not exists (select 1 from {schema}.pauses p where p.kind = 'queue' and p.name = q.queue)
 ),
-due as (
-    select q.queue, q.lim, d.id, d.priority, d.run_at_ms
+levels as (
+    select q.queue, q.lim,
+           (select min(j.priority) from {schema}.jobs j
+            where j.queue = q.queue and j.state in ('ready', 'waiting')) as priority
     from running_queues q
+    union all
+    select l.queue, l.lim,
+           (select min(j.priority) from {schema}.jobs j
+            where j.queue = l.queue and j.state in ('ready', 'waiting') and j.priority > l.priority)
+    from levels l
+    where l.priority is not null
+),
+due as (
+    select l.queue, l.lim, d.id, d.priority, d.run_at_ms
+    from levels l
     cross join lateral (
         select j.id, j.priority, j.run_at_ms
         from {schema}.jobs j
-        where j.queue = q.queue and j.state in ('ready', 'waiting')
+        where j.queue = l.queue and j.priority = l.priority and j.state in ('ready', 'waiting')
           and j.run_at_ms <= (select now_ms from params)
           and not exists (select 1 from {schema}.pauses p where p.kind = 'job' and p.name = j.name)
-        order by j.priority, j.run_at_ms, j.id
-        limit q.lim
+        order by j.run_at_ms, j.id
+        limit l.lim
         for update of j skip locked
     ) d
 ),
