@@ -79,6 +79,8 @@ SAMPLES: dict[str, Callable[[], Call]] = {
     ),
     "peek": lambda: jobs.peek(K, now=NOW, queue="alpha", want=1, sweep_bound=1_000),
     "ack": lambda: jobs.ack(K, now=NOW, queue="alpha", claim=CLAIM),
+    # one claim's job HASH and steps HASH, its worker and claims: the two entries of each tail
+    "ack_many": lambda: jobs.ack_many(K, now=NOW, queue="alpha", claims=[CLAIM] * (ROWS // 2)),
     "nack": lambda: jobs.nack(
         K, now=NOW, queue="alpha", claim=CLAIM, nack=Nack("dead", "dead-lettered", error="x")
     ),

@@ -34,7 +34,7 @@ async def run_one(x: Executor, k: Keys, key: str, *, watched: bool, result: str 
     # as the driver enqueues: a queue it has not seen joined joins the queue set first
     enqueue = jobs.enqueue(k, now=now, queue=QUEUE, jobs=[job])
     queues = registry.QueueRegistry(x, k)
-    assert await queues.enqueue([(QUEUE, enqueue)]) == [[[job.id, job.run_id, 1]]]
+    assert await queues.enqueue([(QUEUE, enqueue)]) == [[1]]  # inserted: the row's own ids
     claim_call = jobs.claim(
         k,
         now=now,

@@ -53,8 +53,8 @@ class ClaimPass:
         buried: list[BuriedJob] = []
         for reply in replies[len(presence) :]:
             jobs, lapsed = reply
-            for fields in jobs:
-                job, run_at = claimed_job(fields, options.worker_id)
+            for packed in jobs:
+                job, run_at = claimed_job(str(packed), options.worker_id)
                 claimed.append((job.priority, run_at, job.id, job))
             buried.extend(buried_job(fields) for fields in lapsed)  # as buried: by lapse
         claimed.sort(key=lambda entry: entry[:3])

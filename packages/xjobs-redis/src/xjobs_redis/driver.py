@@ -21,7 +21,14 @@ from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queue_of, queues, reader
 from xjobs_redis.purge import Expiry
 from xjobs_redis.registry import QueueRegistry
-from xjobs_redis.rows import job_move, job_record
+from xjobs_redis.rows import (
+    enqueue_result,
+    first_present,
+    job_move,
+    job_record,
+    stored_columns,
+    stored_names,
+)
 
 
 class RedisJobDriver:
@@ -55,8 +62,8 @@ class RedisJobDriver:
         replies = await self._registry.enqueue(batch)
         results: list[EnqueueResult | None] = [None] * len(jobs)
         for indexes, reply in zip(by_queue.values(), replies, strict=True):
-            for index, (job_id, run_id, inserted) in zip(indexes, reply, strict=True):
-                results[index] = EnqueueResult(str(job_id), str(run_id), deduped=inserted != 1)
+            for index, answer in zip(indexes, reply, strict=True):
+                results[index] = enqueue_result(jobs[index], answer)
         return [result for result in results if result is not None]
 
     async def claim(self, options: ClaimOptions) -> ClaimResult:
@@ -73,19 +80,23 @@ class RedisJobDriver:
         return bool(await self._x.run(call) == 1)
 
     async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:
-        """Each claim's `ack.lua`, fenced on its own claim, all in one pipelined round trip (on a
-        Cluster the pipeline sends each node its own calls: every call stays in its queue's slot)."""
+        """One `ack_many.lua` a queue, each run in it fenced on its own claim, all in one
+        pipelined round trip (on a Cluster the pipeline sends each node its own calls: every call
+        stays in its queue's slot)."""
         now, keep = self._x.now(), self._expiry.json
         landed = [False] * len(claims)
-        sent: list[int] = []
-        batch: list[Call | Command] = []
+        by_queue: dict[str, list[int]] = {}
         for i, claim in enumerate(claims):
             queue = await queue_of(self._x, self._k, claim)
             if queue is not None:
-                sent.append(i)
-                batch.append(calls.ack(self._k, now=now, queue=queue, claim=claim, keep=keep))
-        for i, reply in zip(sent, await self._x.batch(batch), strict=True):
-            landed[i] = reply == 1
+                by_queue.setdefault(queue, []).append(i)
+        batch: list[Call | Command] = [
+            calls.ack_many(self._k, now=now, queue=q, claims=[claims[i] for i in sent], keep=keep)
+            for q, sent in by_queue.items()
+        ]
+        for sent, replies in zip(by_queue.values(), await self._x.batch(batch), strict=True):
+            for i, reply in zip(sent, replies, strict=True):
+                landed[i] = reply == 1
         return landed
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
@@ -149,8 +160,8 @@ class RedisJobDriver:
         if not names:
             return None
         keys = [self._k.job(q, job_id) for q in names]
-        runs = await self._x.batch([_run_id(key) for key in keys])
-        found = [(q, str(r)) for q, r in zip(names, runs, strict=True) if r is not None]
+        runs = [first_present(r) for r in await self._x.batch([_run_id(key) for key in keys])]
+        found = [(q, r) for q, r in zip(names, runs, strict=True) if r is not None]
         return found[0] if found else None
 
     async def get(self, job_id: str) -> JobRecord | None:
@@ -159,11 +170,12 @@ class RedisJobDriver:
         if not names:
             return None
         replies = await self._x.batch([reader("hgetall", self._k.job(q, job_id)) for q in names])
-        for reply in replies:
-            if reply:
-                return job_record({str(f): str(v) for f, v in dict(reply).items()})
+        for queue, reply in zip(names, replies, strict=True):
+            row = stored_columns({str(f): str(v) for f, v in dict(reply).items()}, job_id, queue)
+            if row:
+                return job_record(row)
         return None
 
 
 def _run_id(key: str) -> Command:
-    return lambda pipe: pipe.hget(key, "run_id")
+    return lambda pipe: pipe.hmget(key, stored_names("run_id"))

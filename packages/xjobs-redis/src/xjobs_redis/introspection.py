@@ -37,7 +37,14 @@ from xjobs_redis.executor import Call, Command, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queues
 from xjobs_redis.pauses import Pauses
-from xjobs_redis.rows import SUMMARY_FIELDS, attempt_errors, job_move, job_summary
+from xjobs_redis.rows import (
+    SUMMARY_FIELDS,
+    attempt_errors,
+    first_present,
+    job_move,
+    job_summary,
+    stored_names,
+)
 from xjobs_redis.walk import Row, Walk, all_states, sources
 
 # The most entries the oldest-ready search of a queue's counts looks at.
@@ -139,8 +146,9 @@ class RedisIntrospection:
         """Three round trips (the queue set, the job's run id, `remove.lua`), and a fourth that
         drops the removed job's event wait, if it had one."""
         names = await self._queues()
-        run_ids = await self._x.batch([_hget(self._k.job(q, job_id), "run_id") for q in names])
-        found = [(q, str(r)) for q, r in zip(names, run_ids, strict=True) if r is not None]
+        reads = [_hmget(self._k.job(q, job_id), stored_names("run_id")) for q in names]
+        run_ids = [first_present(r) for r in await self._x.batch(reads)]
+        found = [(q, r) for q, r in zip(names, run_ids, strict=True) if r is not None]
         if not found:
             return JobMove("missing")
         queue, run_id = found[0]
@@ -272,6 +280,10 @@ def _namespace(row: Row) -> tuple[str, ...]:
 
 def _hget(key: str, field: str) -> Command:
     return lambda pipe: pipe.hget(key, field)
+
+
+def _hmget(key: str, fields: Sequence[str]) -> Command:
+    return lambda pipe: pipe.hmget(key, fields)
 
 
 def _rows_by_queue(rows: list[Row]) -> dict[str, list[Row]]:

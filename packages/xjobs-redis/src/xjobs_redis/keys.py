@@ -23,6 +23,7 @@ PREFIX_NAME: Final = re.compile(r"[a-z0-9_]{1,40}")
 DEFAULT_PREFIX: Final = "xjobs"
 JOB_MARK: Final = ":job:"
 COUNTER_TIERS: Final = ("minute", "hour", "day")
+QUEUE_TAGS_KEPT: Final = 1024  # the most queue names whose validated key head is remembered
 
 
 def validate_prefix(prefix: object) -> str:
@@ -37,18 +38,25 @@ def validate_prefix(prefix: object) -> str:
 class Keys:
     """The key names under one validated prefix."""
 
-    __slots__ = ("_events", "_events_queues", "_global", "prefix")
+    __slots__ = ("_events", "_events_queues", "_global", "_tags", "prefix")
 
     def __init__(self, prefix: str) -> None:
         self.prefix = validate_prefix(prefix)
         self._global = f"{prefix}:{{{prefix}}}"
         self._events = f"{prefix}:{{{prefix}:events}}"
         self._events_queues = f"{self._events}:event_queues:"
+        self._tags: dict[str, str] = {}  # validated queue name -> its keys' common head
 
     # -- one queue ----------------------------------------------------------------------------
 
     def _queue(self, queue: str) -> str:
-        return f"{self.prefix}:{{{self.prefix}:{validate_queue(queue)}}}"
+        """The head of every key of `queue` (validated once per name: each enqueue builds six)."""
+        tag = self._tags.get(queue) if isinstance(queue, str) else None
+        if tag is None:
+            tag = f"{self.prefix}:{{{self.prefix}:{validate_queue(queue)}}}"
+            if len(self._tags) < QUEUE_TAGS_KEPT:
+                self._tags[queue] = tag
+        return tag
 
     def job(self, queue: str, job_id: str) -> str:
         """The job's HASH; index members are these names, so a script never builds one."""

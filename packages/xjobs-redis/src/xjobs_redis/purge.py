@@ -11,6 +11,7 @@ from xjobs_redis.calls import purge as calls
 from xjobs_redis.executor import Command, Executor
 from xjobs_redis.keys import Keys, job_id_of
 from xjobs_redis.locate import queues
+from xjobs_redis.rows import stored_names
 
 DRY_BATCH = 1_000  # index members a dry run reads at a time
 
@@ -123,7 +124,10 @@ class RedisRetention:
         """Which members are past their cut-off, as (id, run id) (`None`: the HASH expired)."""
         rows = await self._x.batch([_fields(m) for m in members])
         due: list[tuple[str, str | None]] = []
-        for member, (found, name, finished, run_id) in zip(members, rows, strict=True):
+        for member, (found, short_name, name, finished, short_run, run_id) in zip(
+            members, rows, strict=True
+        ):
+            name, run_id = short_name or name, short_run or run_id  # a short field, else its twin
             if found is None:
                 due.append((job_id_of(member), None))
                 continue
@@ -157,7 +161,8 @@ def _oldest(index: str, upto_ms: int, skip: int, size: int) -> Command:
 
 
 def _fields(job: str) -> Command:
-    return lambda pipe: pipe.hmget(job, "state", "name", "finished_at_ms", "run_id")
+    fields = ("state", *stored_names("name"), "finished_at_ms", *stored_names("run_id"))
+    return lambda pipe: pipe.hmget(job, fields)
 
 
 def _lapsed(keys: Keys, queue: str, cutoff_ms: int) -> Command:

@@ -19,7 +19,7 @@ from xjobs_redis.executor import Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queue_of
 from xjobs_redis.purge import Expiry
-from xjobs_redis.rows import job_state
+from xjobs_redis.rows import JOB_DEFAULTS, job_state, stored_names
 
 
 class RedisResults:
@@ -44,12 +44,16 @@ class RedisResults:
             return None
         key = self._k.job(queue, job_id)
         (fields,) = await self._x.batch(
-            [lambda pipe: pipe.hmget(key, "state", "result", "last_error")]
+            [
+                lambda pipe: pipe.hmget(
+                    key, *stored_names("created_at_ms"), "state", "result", "last_error"
+                )
+            ]
         )
-        state, result, last_error = (None if v is None else str(v) for v in fields)
-        if state is None:
-            return None
-        return StoredResult(job_state(state), result, last_error)
+        short, created, state, result, last_error = (None if v is None else str(v) for v in fields)
+        if short is None and created is None:
+            return None  # every job stores created_at_ms; an absent state is its default
+        return StoredResult(job_state(state or JOB_DEFAULTS["state"]), result, last_error)
 
     async def wait(self, job_id: str, timeout_ms: int) -> None:
         loop = asyncio.get_running_loop()

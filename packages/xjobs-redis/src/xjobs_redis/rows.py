@@ -1,7 +1,13 @@
 """Job rows to and from Redis: the enqueue row's JSON, and the scripts' replies as wire records.
 
-A job HASH holds every `JobRecord` column by its name, as text; a column that is `None` is an
-absent field. The field orders below are the ones `claim.lua` answers.
+A job HASH holds the `JobRecord` columns as text, compactly: a column that is `None` is an
+absent field, and so is one at its default (`JOB_DEFAULTS`, the same as `lib.lua`'s: `id` and
+`queue` are in the key, `run_at_ms` and `updated_at_ms` default to `created_at_ms`); the columns an
+enqueue writes and no settle changes go under a short field name (`SHORT_FIELDS`). A HASH of the
+older layout holds every column under its own name, so a read asks for both (`stored_names`).
+The scripts answer columns by name with the defaults filled in; `stored_columns` does the same
+for a HASH read directly.
+The field orders below are the ones `claim.lua` answers.
 """
 
 from __future__ import annotations
@@ -10,7 +16,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from xjobs.contract.driver import BuriedJob, ClaimedJob, JobMove, JobRecord, JobState, NewJob
+from xjobs.contract.driver import (
+    BuriedJob,
+    ClaimedJob,
+    EnqueueResult,
+    JobMove,
+    JobRecord,
+    JobState,
+    NewJob,
+)
 from xjobs.contract.introspection import AttemptError, JobSummary
 from xjobs.errors import OptionInvalidError, PayloadInvalidError
 
@@ -50,6 +64,32 @@ SUMMARY_FIELDS = (
     "last_error",
 )
 BURIED_FIELDS = ("id", "run_id", "name", "queue", "tenant_id", "payload", "state", "attempt")
+# A column absent from a job HASH reads as this (lib.lua's JOB_DEFAULTS).
+JOB_DEFAULTS = {
+    "state": "ready",
+    "priority": "0",
+    "attempt": "0",
+    "claims": "0",
+    "max_attempts": "5",
+    "dead_letter": "1",
+}
+# The short field name of each column an enqueue writes and no settle changes (lib.lua's SHORT).
+SHORT_FIELDS = {
+    "run_id": "r",
+    "name": "n",
+    "idempotency_key": "k",
+    "payload": "p",
+    "created_at_ms": "c",
+    "tenant_id": "t",
+    "enqueued_by": "e",
+    "traceparent": "tp",
+    "max_attempts": "m",
+    "dead_letter": "d",
+    "priority": "pr",
+}
+COLUMNS_OF_SHORT = {short: column for column, short in SHORT_FIELDS.items()}
+# The columns that default to the job's created_at_ms when absent.
+CREATED_DEFAULTS = ("run_at_ms", "updated_at_ms")
 # The ready score is priority * 2^42 + run_at_ms in a double: exact while |priority| < 2^10.
 PRIORITY_BOUND = 1023
 
@@ -86,6 +126,15 @@ def enqueue_row(job: NewJob) -> str:
     return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
 
 
+def enqueue_result(job: NewJob, answer: Any) -> EnqueueResult:
+    """A row's answer of `enqueue.lua`: 1 for an insert (the row's own ids), else the ids of the
+    job that deduped it."""
+    if answer == 1:
+        return EnqueueResult(job.id, job.run_id, deduped=False)
+    job_id, run_id = answer
+    return EnqueueResult(str(job_id), str(run_id), deduped=True)
+
+
 def _int(value: Any) -> int:
     return int(value)
 
@@ -94,9 +143,10 @@ def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def claimed_job(fields: Sequence[Any], worker_id: str) -> tuple[ClaimedJob, int]:
-    """A claimed job from `claim.lua`'s reply, with its run_at (for the claim order across queues)."""
-    row = dict(zip(CLAIMED_FIELDS, fields, strict=True))
+def claimed_job(packed: str, worker_id: str) -> tuple[ClaimedJob, int]:
+    """A claimed job from `claim.lua`'s reply (one JSON array of `CLAIMED_FIELDS` a job), with
+    its run_at (for the claim order across queues)."""
+    row = dict(zip(CLAIMED_FIELDS, json.loads(packed), strict=True))
     job = ClaimedJob(
         id=row["id"],
         run_id=row["run_id"],
@@ -151,6 +201,41 @@ def job_state(value: str) -> JobState:
         "cancelled": "cancelled",
     }
     return states[value]
+
+
+def stored_names(column: str) -> tuple[str, ...]:
+    """The fields a column may be stored under: its short name first, then its own (an older
+    layout's HASH); a column without a short name has only its own."""
+    short = SHORT_FIELDS.get(column)
+    return (column,) if short is None else (short, column)
+
+
+def first_present(values: Sequence[Any]) -> str | None:
+    """The first value of an HMGET of `stored_names` that is present, as text."""
+    for value in values:
+        if value is not None:
+            return str(value)
+    return None
+
+
+def stored_columns(row: Mapping[str, str], job_id: str, queue: str) -> dict[str, str]:
+    """A job HASH read directly (HGETALL) by column name (a short field wins over its older
+    twin), with its absent columns at their defaults; `{}` for a missing job (every job stores
+    `created_at_ms`)."""
+    by_name: dict[str, str] = {}
+    for field, value in row.items():
+        column = COLUMNS_OF_SHORT.get(field)
+        if column is not None:
+            by_name[column] = value
+        else:
+            by_name.setdefault(field, value)
+    created = by_name.get("created_at_ms")
+    if created is None:
+        return {}
+    full = {"id": job_id, "queue": queue, **JOB_DEFAULTS}
+    full.update(dict.fromkeys(CREATED_DEFAULTS, created))
+    full.update(by_name)
+    return full
 
 
 def job_record(row: Mapping[str, str]) -> JobRecord:

@@ -13,6 +13,7 @@ from xjobs_redis.calls import scheduler as calls
 from xjobs_redis.executor import Command, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.registry import QueueRegistry
+from xjobs_redis.rows import enqueue_result
 
 
 def decode_fire(task: str, text: str) -> TaskFire:
@@ -66,9 +67,10 @@ class RedisSchedulerState:
         enqueued at the fire's instant (read once, by the fire's script), so its `created_at_ms`
         is the fire's `fired_at_ms` whoever completes the fire and whenever."""
         call = job_calls.enqueue(self._k, now=str(fired_at_ms), queue=job.queue, jobs=[job])
-        ((job_id, _, _),) = (await self._registry.enqueue([(job.queue, call)]))[0]
+        (answer,) = (await self._registry.enqueue([(job.queue, call)]))[0]
+        job_id = enqueue_result(job, answer).job_id
         fired = calls.scheduler_fired(
-            self._k, task=task, occurrence_ms=occurrence_ms, job_id=str(job_id)
+            self._k, task=task, occurrence_ms=occurrence_ms, job_id=job_id
         )
         await self._x.run(fired)
 

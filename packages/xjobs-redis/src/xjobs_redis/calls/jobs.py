@@ -119,6 +119,23 @@ def ack(
     return Call("ack", keys, [now, claim.worker_id, claim.claims, keep, result or ""])
 
 
+def ack_many(k: Keys, *, now: str, queue: str, claims: Sequence[Claim], keep: str = "") -> Call:
+    """Settle the claims' runs of one queue completed in one call, each fenced on its own claim
+    as `ack` is; a claim that names no run passes its job key for its steps (no expiry)."""
+    keys = [
+        k.leased(queue),
+        k.live(queue),
+        k.finished(queue, "completed"),
+        k.created(queue),
+        *counter_keys(k, queue),
+    ]
+    args: list[Arg] = [now, keep]
+    for claim in claims:
+        keys += [k.job(queue, claim.job_id), _run_steps(k, queue, claim)]
+        args += [claim.worker_id, claim.claims]
+    return Call("ack_many", keys, args)
+
+
 def watch(k: Keys, *, queue: str, job_id: str) -> Call:
     """Flag a live job watched: its settle publishes its id on the queue's settled channel."""
     return Call("watch", [k.job(queue, job_id)], [k.settled_channel(queue)])

@@ -19,20 +19,5 @@
 -- reply: 1 when the fence held and the job completed, 0 when it missed (nothing written)
 
 local now = clock_ms(ARGV[1])
-local job = KEYS[1]
-if not holds_claim(job, ARGV[2], ARGV[3]) then
-  return 0
-end
-redis.call('HSET', job, 'state', 'completed', 'finished_at_ms', now, 'updated_at_ms', now)
-redis.call('HDEL', job, 'lease_until_ms')
-if ARGV[5] ~= '' then
-  redis.call('HSET', job, 'result', ARGV[5])
-end
-redis.call('ZREM', KEYS[2], job)
-redis.call('ZREM', KEYS[5], job)
-release_namespace(job, KEYS[3])
-file_finished(job, KEYS[4])
-expire_finished(job, KEYS[8], 'completed', ARGV[4])
-count_ending(KEYS[6], KEYS[7], redis.call('HGET', job, 'name'), 'completed', now)
-notify_settled(job)
-return 1
+local queue = {KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]}
+return complete_run(KEYS[1], KEYS[8], queue, ARGV[2], ARGV[3], ARGV[4], ARGV[5], now)

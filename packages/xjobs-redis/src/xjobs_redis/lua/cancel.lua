@@ -22,7 +22,7 @@ local now = clock_ms(ARGV[1])
 local out = {}
 for r = 10, #KEYS do
   local job = KEYS[r]
-  local f = redis.call('HMGET', job, 'state', 'name')
+  local f = jget(job, 'state', 'name')
   local state = f[1]
   if not state then
     out[#out + 1] = {'missing'}

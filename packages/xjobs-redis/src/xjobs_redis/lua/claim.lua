@@ -28,9 +28,11 @@
 -- ARGV[6]   the most delayed jobs to promote, lapsed leases to sweep, and paused jobs to pass
 --           over, in this call
 -- reply: {claimed, buried}
---   claimed: one {id, run_id, name, queue, tenant_id, payload, priority, attempt, max_attempts,
---            dead_letter, claims, lease_until_ms, enqueued_by, traceparent, created_at_ms,
---            run_at_ms} per claimed job, in claim order (absent fields are nil)
+--   claimed: one JSON array [id, run_id, name, queue, tenant_id, payload, priority, attempt,
+--            max_attempts, dead_letter, claims, lease_until_ms, enqueued_by, traceparent,
+--            created_at_ms, run_at_ms] per claimed job, in claim order, each value a string or
+--            null for an absent field (one bulk string a job: the client parses one reply, not
+--            sixteen)
 --   buried:  one {id, run_id, name, queue, tenant_id, payload, state, attempt} per buried job
 
 local now = clock_ms(ARGV[1])
@@ -52,7 +54,7 @@ if want > 0 and redis.call('SCARD', KEYS[10]) > 0 then
 end
 
 for _, job in ipairs(redis.call('ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, bound)) do
-  local f = redis.call('HMGET', job, 'priority', 'run_at_ms')
+  local f = jget(job, 'priority', 'run_at_ms')
   if f[1] then
     redis.call('ZADD', ready, ready_score(f[1], f[2]), job)
   end
@@ -62,7 +64,7 @@ end
 local buried = {}
 local rescued = {}
 for _, job in ipairs(redis.call('ZRANGEBYSCORE', leased, '-inf', now, 'LIMIT', 0, bound)) do
-  local f = redis.call('HMGET', job, 'state', 'attempt', 'max_attempts', 'dead_letter',
+  local f = jget(job, 'state', 'attempt', 'max_attempts', 'dead_letter',
     'priority', 'run_at_ms', 'name', 'claimed_by', 'id')
   if f[1] ~= 'running' then
     redis.call('ZREM', leased, job)
@@ -78,7 +80,7 @@ for _, job in ipairs(redis.call('ZRANGEBYSCORE', leased, '-inf', now, 'LIMIT', 0
     record_error(KEYS[11], f[9], f[2], f[8], now, ARGV[5])
     count_ending(KEYS[12], KEYS[13], f[7], state == 'dead' and 'dead-lettered' or 'dropped', now)
     notify_settled(job)
-    buried[#buried + 1] = redis.call('HMGET', job, 'id', 'run_id', 'name', 'queue', 'tenant_id',
+    buried[#buried + 1] = jget(job, 'id', 'run_id', 'name', 'queue', 'tenant_id',
       'payload', 'state', 'attempt')
   elseif not (held and held[f[7]]) then
     rescued[#rescued + 1] = {ready_score(f[5], f[6]), job}
@@ -104,22 +106,29 @@ if want > 0 then
       break
     end
     local job = pair[2]
-    local f = redis.call('HMGET', job, 'state', 'name')
-    local state = f[1]
-    if not (held and held[f[2]] and is_live(state)) then
+    -- the state, then the reply's columns, read once: the claim's own writes patched in below
+    local columns = jget(job, 'state', 'id', 'run_id', 'name', 'queue', 'tenant_id', 'payload',
+      'priority', 'attempt', 'max_attempts', 'dead_letter', 'claims', 'lease_until_ms',
+      'enqueued_by', 'traceparent', 'created_at_ms', 'run_at_ms')
+    local state = table.remove(columns, 1)
+    if not (held and held[columns[3]] and is_live(state)) then
       redis.call('ZREM', ready, job)
       if is_live(state) then
         if state == 'waiting' then
           redis.call('ZREM', KEYS[8], job)
         end
-        redis.call('HINCRBY', job, 'attempt', 1)
-        redis.call('HINCRBY', job, 'claims', 1)
-        redis.call('HSET', job, 'state', 'running', 'claimed_by', worker_id,
-          'lease_until_ms', lease_until, 'updated_at_ms', now)
+        local attempt, claims = tonumber(columns[8]) + 1, tonumber(columns[11]) + 1
+        redis.call('HSET', job, 'state', 'running', 'claimed_by', worker_id, 'attempt', attempt,
+          'claims', claims, 'lease_until_ms', lease_until, 'updated_at_ms', now)
         redis.call('ZADD', leased, lease_until, job)
-        claimed[#claimed + 1] = redis.call('HMGET', job, 'id', 'run_id', 'name', 'queue',
-          'tenant_id', 'payload', 'priority', 'attempt', 'max_attempts', 'dead_letter', 'claims',
-          'lease_until_ms', 'enqueued_by', 'traceparent', 'created_at_ms', 'run_at_ms')
+        columns[8], columns[11], columns[12] = tostring(attempt), tostring(claims),
+          tostring(lease_until)
+        for i = 1, #columns do
+          if not columns[i] then
+            columns[i] = cjson.null
+          end
+        end
+        claimed[#claimed + 1] = cjson.encode(columns)
       end
     end
   end

@@ -21,7 +21,8 @@
 --              payload, priority, run_at_ms, max_attempts, dead_letter, enqueued_by, traceparent
 --              (tenant_id, run_at_ms, enqueued_by and traceparent may be null), and for a row
 --              with flow control debounce_ms, throttle_ms (one of them null) and tk
--- reply: one {id, run_id, inserted (1 or 0)} per row, in ARGV order, or 'join' (nothing written)
+-- reply: one entry per row, in ARGV order: 1 when the row was inserted (its own id and run_id),
+--        else {id, run_id} of the job that deduped it; or 'join' (nothing written)
 
 local now, server_time = clock_ms(ARGV[1])
 local ready, delayed, live, created = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
@@ -37,18 +38,21 @@ local function debounce(row)
   if not holder then
     return nil
   end
-  local f = redis.call('HMGET', holder, 'id', 'run_id', 'state', 'claims')
+  local f = jget(holder, 'id', 'run_id', 'state', 'claims')
   if f[3] ~= 'ready' or f[4] ~= '0' then
     return nil
   end
   local run_at = now + row.debounce_ms
-  redis.call('HSET', holder, 'payload', row.payload, 'run_at_ms', run_at, 'updated_at_ms', now)
-  for _, field in ipairs({'enqueued_by', 'traceparent'}) do
-    if given(row[field]) then
-      redis.call('HSET', holder, field, row[field])
+  -- the short fields (lib's SHORT), and no older twin left beside them (a HASH of the old layout)
+  redis.call('HSET', holder, 'p', row.payload, 'run_at_ms', run_at, 'updated_at_ms', now)
+  redis.call('HDEL', holder, 'payload')
+  for _, column in ipairs({'enqueued_by', 'traceparent'}) do
+    if given(row[column]) then
+      redis.call('HSET', holder, SHORT[column], row[column])
     else
-      redis.call('HDEL', holder, field)
+      redis.call('HDEL', holder, SHORT[column])
     end
+    redis.call('HDEL', holder, column)
   end
   redis.call('ZREM', ready, holder)
   redis.call('ZADD', delayed, run_at, holder)
@@ -64,7 +68,7 @@ local function throttled(key)
     return nil
   end
   local holder = held[2]
-  local f = redis.call('HMGET', holder, 'id', 'run_id')
+  local f = jget(holder, 'id', 'run_id')
   if not f[1] then
     return nil
   end
@@ -106,7 +110,7 @@ for r = 1, #ARGV - 3 do
   if reply[3] == 1 and not (given(row.run_at_ms) and row.run_at_ms > now) then
     due = true
   end
-  out[#out + 1] = reply
+  out[#out + 1] = reply[3] == 1 and 1 or {reply[1], reply[2]} -- an insert: the row's own ids
 end
 if due then
   redis.call('PUBLISH', ARGV[3], ARGV[2])

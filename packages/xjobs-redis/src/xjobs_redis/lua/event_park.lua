@@ -46,7 +46,7 @@ if ARGV[11] ~= '' then
   redis.call('ZADD', deadlines, ARGV[11], job_id)
 end
 local run_at = ARGV[6] ~= '' and tonumber(ARGV[6]) or now
-local f = redis.call('HMGET', job, 'attempt', 'name')
+local f = jget(job, 'attempt', 'name')
 drop_lease(job, KEYS[4], ARGV[5] == '1')
 reschedule(job, KEYS[2], KEYS[3], ARGV[4], run_at, now)
 file_created(job, KEYS[12])

@@ -31,7 +31,7 @@ for _, job_id in ipairs(ids) do
   if json_matches(payload, decode_json(wait.match)) then
     drop_wait(waits, deadlines, job_id)
     local job = wait.job
-    local f = redis.call('HMGET', job, 'state', 'run_id')
+    local f = jget(job, 'state', 'run_id')
     if f[1] == 'waiting' and f[2] == wait.run_id then
       redis.call('HSET', job, 'run_at_ms', now, 'updated_at_ms', now)
       file_ready(job, KEYS[4], KEYS[5], now)

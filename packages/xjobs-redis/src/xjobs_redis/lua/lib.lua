@@ -54,6 +54,92 @@ local function pair_before(a, b)
   return bytes_before(a[2], b[2])
 end
 
+-- The compact job HASH: a column at its default is not stored (absent = default). `id` and
+-- `queue` are in the job's key (`P:{P:q}:job:<id>`), `run_at_ms` and `updated_at_ms` default
+-- to `created_at_ms` (every job stores it: a job HASH without it is no job), the others to the
+-- constants below (xjobs_redis.rows.JOB_DEFAULTS holds the same). The columns an enqueue writes
+-- and no settle changes go under a short field name (SHORT; xjobs_redis.rows.SHORT_FIELDS); the
+-- others keep their column's name. A HASH written by the older layout holds every column under
+-- its own name: each read asks for both names and a present field always wins over a default,
+-- so it reads the same. Every read of a job goes through jget, jfield or whole.
+local JOB_DEFAULTS = {
+  state = 'ready', priority = '0', attempt = '0', claims = '0', max_attempts = '5',
+  dead_letter = '1',
+}
+local SHORT = {
+  run_id = 'r', name = 'n', idempotency_key = 'k', payload = 'p', created_at_ms = 'c',
+  tenant_id = 't', enqueued_by = 'e', traceparent = 'tp', max_attempts = 'm', dead_letter = 'd',
+  priority = 'pr',
+}
+local LONG = {}
+for column, short in pairs(SHORT) do
+  LONG[short] = column
+end
+local JOB_MARK = ':job:'
+local DEFAULTED_COLUMNS = {
+  'id', 'queue', 'run_at_ms', 'updated_at_ms', 'state', 'priority', 'attempt', 'claims',
+  'max_attempts', 'dead_letter',
+}
+
+-- The job id a job key names (the text after `:job:`).
+local function job_id_of(job)
+  local at = string.find(job, JOB_MARK, 1, true)
+  return string.sub(job, at + #JOB_MARK)
+end
+
+-- The queue a job key names (its hash tag `{P:q}` holds it after the first `:`).
+local function job_queue_of(job)
+  return string.match(job, '^[^{]*{[^:}]*:([^}]*)}')
+end
+
+-- A job column's value when its field is absent from a job that exists (nil when it has none).
+local function job_default(job, field, created)
+  if field == 'id' then
+    return job_id_of(job)
+  elseif field == 'queue' then
+    return job_queue_of(job)
+  elseif field == 'run_at_ms' or field == 'updated_at_ms' then
+    return created
+  end
+  return JOB_DEFAULTS[field]
+end
+
+-- HMGET of a job's columns with the defaults filled in: each value, false for a column that
+-- is absent and has no default, and every value false when the job does not exist.
+local function jget(job, ...)
+  local names = {...}
+  local n = #names
+  local ask = {'c', 'created_at_ms'}
+  for i = 1, n do
+    local short = SHORT[names[i]]
+    if short then
+      ask[#ask + 1] = short
+    end
+    ask[#ask + 1] = names[i]
+  end
+  local raw = redis.call('HMGET', job, unpack(ask))
+  local created = raw[1] or raw[2]
+  local f, at = {}, 3
+  for i = 1, n do
+    local value = raw[at]
+    at = at + 1
+    if SHORT[names[i]] then
+      value = value or raw[at]
+      at = at + 1
+    end
+    if not value and created then
+      value = job_default(job, names[i], created)
+    end
+    f[i] = value or false
+  end
+  return f
+end
+
+-- One job column with its default (false when absent without one, or the job is missing).
+local function jfield(job, field)
+  return jget(job, field)[1]
+end
+
 -- Whether a decoded JSON field holds a value (absent and null do not).
 local function given(value)
   return value ~= nil and value ~= cjson.null
@@ -65,6 +151,12 @@ local function row_namespace(row)
   return row.name .. '\0' .. tenant .. '\0' .. row.idempotency_key
 end
 
+-- The columns an enqueue stores only when given and not at their default (jget).
+local OPTIONAL_COLUMNS = {
+  'priority', 'run_at_ms', 'max_attempts', 'dead_letter', 'tenant_id', 'enqueued_by',
+  'traceparent',
+}
+
 -- Enqueue one decoded row (enqueue.lua's row JSON) as the job HASH `job` of its queue's ready,
 -- delayed, live and created keys. A row whose id already names a job answers that job (a
 -- repeated publish, live or finished); a row whose namespace a live job holds answers the live
@@ -73,34 +165,41 @@ end
 -- score is its run_at, its created_at; ties by id), so only the others enter `created`: a plain
 -- enqueue costs no index entry for the operator's lists. Answers {id, run_id, inserted}.
 local function enqueue_row(job, ready, delayed, live, created, row, now)
-  if redis.call('EXISTS', job) == 1 then
-    local f = redis.call('HMGET', job, 'id', 'run_id')
-    return {f[1], f[2], 0}
+  local run_id = jfield(job, 'run_id') -- every job stores it; the id is the key's
+  if run_id then
+    return {row.id, run_id, 0}
   end
+  -- the namespace taken first, in one call when it is free (a plain enqueue's case)
   local namespace = row_namespace(row)
-  local holder = redis.call('HGET', live, namespace)
-  if holder then
-    local f = redis.call('HMGET', holder, 'id', 'run_id')
-    if f[1] then
+  if redis.call('HSETNX', live, namespace, job) == 0 then
+    local holder = redis.call('HGET', live, namespace)
+    local f = jget(holder, 'id', 'run_id')
+    if f[2] then
       return {f[1], f[2], 0}
     end
+    redis.call('HSET', live, namespace, job) -- a stale entry: its job is gone
   end
   local run_at = given(row.run_at_ms) and row.run_at_ms or now
-  redis.call('HSET', job,
-    'id', row.id, 'run_id', row.run_id, 'name', row.name, 'queue', row.queue,
-    'idempotency_key', row.idempotency_key, 'payload', row.payload,
-    'priority', row.priority, 'run_at_ms', run_at, 'max_attempts', row.max_attempts,
-    'dead_letter', row.dead_letter and '1' or '0', 'created_at_ms', now, 'updated_at_ms', now,
-    'state', 'ready', 'attempt', 0, 'claims', 0)
-  if given(row.tenant_id) then
-    redis.call('HSET', job, 'tenant_id', row.tenant_id)
+  -- the compact HASH: only what differs from its default (jget), in one HSET
+  local put = {'r', row.run_id, 'n', row.name, 'k', row.idempotency_key, 'p', row.payload,
+    'c', now}
+  local optional = {
+    priority = tonumber(row.priority) ~= 0 and row.priority or nil,
+    run_at_ms = run_at ~= now and run_at or nil,
+    max_attempts = tostring(row.max_attempts) ~= JOB_DEFAULTS.max_attempts and row.max_attempts
+      or nil,
+    dead_letter = not row.dead_letter and '0' or nil,
+    tenant_id = given(row.tenant_id) and row.tenant_id or nil,
+    enqueued_by = given(row.enqueued_by) and row.enqueued_by or nil,
+    traceparent = given(row.traceparent) and row.traceparent or nil,
+  }
+  for _, field in ipairs(OPTIONAL_COLUMNS) do
+    if optional[field] ~= nil then
+      put[#put + 1] = SHORT[field] or field
+      put[#put + 1] = optional[field]
+    end
   end
-  if given(row.enqueued_by) then
-    redis.call('HSET', job, 'enqueued_by', row.enqueued_by)
-  end
-  if given(row.traceparent) then
-    redis.call('HSET', job, 'traceparent', row.traceparent)
-  end
+  redis.call('HSET', job, unpack(put))
   if run_at <= now then
     redis.call('ZADD', ready, ready_score(row.priority, run_at), job)
   else
@@ -109,7 +208,6 @@ local function enqueue_row(job, ready, delayed, live, created, row, now)
   if not (tonumber(row.priority) == 0 and run_at == now) then
     redis.call('ZADD', created, now, job)
   end
-  redis.call('HSET', live, namespace, job)
   return {row.id, row.run_id, 1}
 end
 
@@ -123,23 +221,34 @@ local function move_watermark(watermarks, task, previous, watermark)
   return true
 end
 
--- The idempotency namespace of a stored job: name NUL coalesce(tenant_id, '') NUL key.
-local function namespace_of(job)
-  local f = redis.call('HMGET', job, 'name', 'tenant_id', 'idempotency_key')
-  return f[1] .. '\0' .. (f[2] or '') .. '\0' .. f[3]
+-- The idempotency namespace of a job's name, tenant_id and key: name NUL coalesce(tenant_id,
+-- '') NUL key.
+local function namespace_from(name, tenant, key)
+  return name .. '\0' .. (tenant or '') .. '\0' .. key
 end
 
--- Release the job's namespace if it holds it (a finished job no longer dedupes).
-local function release_namespace(job, live)
-  local namespace = namespace_of(job)
+-- The idempotency namespace of a stored job.
+local function namespace_of(job)
+  local f = jget(job, 'name', 'tenant_id', 'idempotency_key')
+  return namespace_from(f[1], f[2], f[3])
+end
+
+-- Release a namespace the job holds (a finished job no longer dedupes); one another job took
+-- since stays.
+local function release_held(live, namespace, job)
   if redis.call('HGET', live, namespace) == job then
     redis.call('HDEL', live, namespace)
   end
 end
 
+-- Release the job's namespace if it holds it.
+local function release_namespace(job, live)
+  release_held(live, namespace_of(job), job)
+end
+
 -- The fence of every settle: state running AND the claim (claimed_by, claims).
 local function holds_claim(job, worker_id, claims)
-  local f = redis.call('HMGET', job, 'state', 'claimed_by', 'claims')
+  local f = jget(job, 'state', 'claimed_by', 'claims')
   return f[1] == 'running' and f[2] == worker_id and f[3] == claims
 end
 
@@ -147,7 +256,7 @@ end
 -- lease dropped, and the attempt returned when it does not count (a shed, a park).
 local function drop_lease(job, leased, counts_as_attempt)
   if not counts_as_attempt then
-    local attempt = tonumber(redis.call('HGET', job, 'attempt'))
+    local attempt = tonumber(jfield(job, 'attempt'))
     redis.call('HSET', job, 'attempt', math.max(attempt - 1, 0))
   end
   redis.call('HDEL', job, 'lease_until_ms')
@@ -158,7 +267,7 @@ end
 -- promotes a due delayed job.
 local function file_ready(job, ready, delayed, run_at)
   redis.call('ZREM', delayed, job)
-  redis.call('ZADD', ready, ready_score(redis.call('HGET', job, 'priority'), run_at), job)
+  redis.call('ZADD', ready, ready_score(jfield(job, 'priority'), run_at), job)
 end
 
 -- Put a job back in its queue as `state` (ready, or waiting for a park) at run_at: a due ready
@@ -174,7 +283,7 @@ end
 
 -- File a finished job in its state's ZSET (score created_at_ms), for bulk requeue and retention.
 local function file_finished(job, state_zset)
-  redis.call('ZADD', state_zset, redis.call('HGET', job, 'created_at_ms'), job)
+  redis.call('ZADD', state_zset, jfield(job, 'created_at_ms'), job)
 end
 
 -- Retention (xjobs_redis.purge): give a job that just finished, and its run's steps HASH (the
@@ -188,16 +297,44 @@ local function expire_finished(job, steps, state, keep)
     return
   end
   local policy = cjson.decode(keep)
-  local ttl = policy.n[redis.call('HGET', job, 'name')] or policy.s[state]
+  local ttl = policy.n[jfield(job, 'name')] or policy.s[state]
   if ttl then
     redis.call('PEXPIRE', job, ttl)
     redis.call('PEXPIRE', steps, ttl)
   end
 end
 
--- Every field of a job hash, flat (field, value, ...), as HGETALL answers.
+-- Every column of a job, flat (column, value, ...) as HGETALL answers, under the columns' own
+-- names (a short field wins over its older twin) and with the defaults of the absent ones
+-- filled in (jget); {} for a missing job.
 local function whole(job)
-  return redis.call('HGETALL', job)
+  local stored = redis.call('HGETALL', job)
+  local columns, order = {}, {}
+  for i = 1, #stored, 2 do
+    local field, value = stored[i], stored[i + 1]
+    local column = LONG[field] or field
+    if columns[column] == nil then
+      order[#order + 1] = column
+    end
+    if LONG[field] or columns[column] == nil then
+      columns[column] = value
+    end
+  end
+  local created = columns.created_at_ms
+  if created then
+    for _, column in ipairs(DEFAULTED_COLUMNS) do
+      if columns[column] == nil then
+        order[#order + 1] = column
+        columns[column] = job_default(job, column, created)
+      end
+    end
+  end
+  local flat = {}
+  for _, column in ipairs(order) do
+    flat[#flat + 1] = column
+    flat[#flat + 1] = columns[column]
+  end
+  return flat
 end
 
 -- Under the server's clock a slot key expires with its last slot, so a key no run comes back
@@ -409,7 +546,7 @@ end
 -- A job back in its queue after a run (a retry, a park, a requeue) no longer sits in ready in
 -- creation order, so it enters `created` (by created_at_ms) until it finishes.
 local function file_created(job, created)
-  redis.call('ZADD', created, redis.call('HGET', job, 'created_at_ms'), job)
+  redis.call('ZADD', created, jfield(job, 'created_at_ms'), job)
 end
 
 -- A settle's word to a result waiter: a job someone watches (its `watch` field, the channel a
@@ -419,6 +556,36 @@ local function notify_settled(job)
   local channel = redis.call('HGET', job, 'watch')
   if channel then
     redis.call('HDEL', job, 'watch')
-    redis.call('PUBLISH', channel, redis.call('HGET', job, 'id'))
+    redis.call('PUBLISH', channel, job_id_of(job))
   end
+end
+
+-- Settle a run completed, fenced on state running AND the claim (claimed_by, claims): the job
+-- leaves the leased index and the live index by creation, releases its namespace, is filed in
+-- `completed` (with its retention's expiry, its `steps` HASH too), its name's `completed`
+-- counter moves, a watched one's id is published to its waiter, and `result` (JSON; '' for none)
+-- is stored. `queue` holds the queue's keys: leased, live, completed, created, and its minute
+-- counters HASH and index (counter, index). Answers 1, or 0 when the fence missed (nothing
+-- written). ack.lua and ack_many.lua.
+local function complete_run(job, steps, queue, worker_id, claims, keep, result, now)
+  -- the fence (as holds_claim) and every column the settle reads, in one read
+  local f = jget(job, 'state', 'claimed_by', 'claims', 'name', 'tenant_id', 'idempotency_key',
+    'created_at_ms')
+  if not (f[1] == 'running' and f[2] == worker_id and f[3] == claims) then
+    return 0
+  end
+  redis.call('HSET', job, 'state', 'completed', 'finished_at_ms', now, 'updated_at_ms', now)
+  redis.call('HDEL', job, 'lease_until_ms')
+  if result ~= '' then
+    redis.call('HSET', job, 'result', result)
+  end
+  local leased, created, live, completed = queue[1], queue[4], queue[2], queue[3]
+  redis.call('ZREM', leased, job)
+  redis.call('ZREM', created, job)
+  release_held(live, namespace_from(f[4], f[5], f[6]), job)
+  redis.call('ZADD', completed, f[7], job) -- as file_finished: score created_at_ms
+  expire_finished(job, steps, 'completed', keep)
+  count_ending(queue[5], queue[6], f[4], 'completed', now)
+  notify_settled(job)
+  return 1
 end

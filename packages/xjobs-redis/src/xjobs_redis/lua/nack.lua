@@ -40,7 +40,7 @@ local job, state = KEYS[1], ARGV[4]
 if not holds_claim(job, ARGV[2], ARGV[3]) then
   return 0
 end
-local f = redis.call('HMGET', job, 'attempt', 'name')
+local f = jget(job, 'attempt', 'name')
 drop_lease(job, KEYS[4], ARGV[7] == '1')
 if ARGV[5] == '1' then
   redis.call('HSET', job, 'state', state, 'finished_at_ms', now)

@@ -26,7 +26,7 @@ if redis.call('SCARD', KEYS[5]) > 0 then
   end
 end
 local function passed_over(job)
-  return held ~= nil and held[redis.call('HGET', job, 'name') or ''] == true
+  return held ~= nil and held[jfield(job, 'name') or ''] == true
 end
 
 local candidates = {}
@@ -40,13 +40,13 @@ for i = 1, #head, 2 do
 end
 local in_order = #candidates
 for _, job in ipairs(redis.call('ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, bound)) do
-  local f = redis.call('HMGET', job, 'priority', 'run_at_ms')
+  local f = jget(job, 'priority', 'run_at_ms')
   if f[1] and not passed_over(job) then
     candidates[#candidates + 1] = {ready_score(f[1], f[2]), job}
   end
 end
 for _, job in ipairs(redis.call('ZRANGEBYSCORE', leased, '-inf', now, 'LIMIT', 0, bound)) do
-  local f = redis.call('HMGET', job, 'state', 'attempt', 'max_attempts', 'priority', 'run_at_ms')
+  local f = jget(job, 'state', 'attempt', 'max_attempts', 'priority', 'run_at_ms')
   if f[1] == 'running' and tonumber(f[2]) < tonumber(f[3]) and not passed_over(job) then
     candidates[#candidates + 1] = {ready_score(f[4], f[5]), job}
   end

@@ -17,7 +17,7 @@ local ready, delayed = KEYS[1], KEYS[2]
 local out, promoted = {}, false
 for r = 3, #KEYS do
   local job = KEYS[r]
-  local f = redis.call('HMGET', job, 'state', 'run_at_ms')
+  local f = jget(job, 'state', 'run_at_ms')
   local state = f[1]
   if not state then
     out[#out + 1] = {'missing'}

@@ -21,7 +21,7 @@ local ids = cjson.decode(ARGV[4])
 local purged = 0
 for r = 3, #KEYS, 2 do
   local job, steps = KEYS[r], KEYS[r + 1]
-  local f = redis.call('HMGET', job, 'state', 'name', 'finished_at_ms')
+  local f = jget(job, 'state', 'name', 'finished_at_ms')
   local gone = not f[1]
   if f[1] == state then
     gone = tonumber(f[3] or '0') < (names[f[2]] or cut)

@@ -36,7 +36,7 @@ local looked = 0
 local function first_ready(page)
   for _, job in ipairs(page) do
     looked = looked + 1
-    local f = redis.call('HMGET', job, 'state', 'run_at_ms')
+    local f = jget(job, 'state', 'run_at_ms')
     if f[1] == 'ready' then
       return tonumber(f[2])
     end

@@ -17,7 +17,7 @@ local live, created, errors = KEYS[1], KEYS[2], KEYS[3]
 local out = {}
 for r = 8, #KEYS, 2 do
   local job, steps = KEYS[r], KEYS[r + 1]
-  local f = redis.call('HMGET', job, 'state', 'id')
+  local f = jget(job, 'state', 'id')
   local state = f[1]
   if not state then
     out[#out + 1] = {'missing'}

@@ -22,7 +22,7 @@ local ready, live, created = KEYS[1], KEYS[2], KEYS[3]
 local out = {}
 for r = 8, #KEYS, 2 do
   local job, steps = KEYS[r], KEYS[r + 1]
-  local state = redis.call('HGET', job, 'state')
+  local state = jfield(job, 'state')
   if not state then
     out[#out + 1] = {'missing'}
   elseif is_live(state) then
@@ -31,7 +31,7 @@ for r = 8, #KEYS, 2 do
     local namespace = namespace_of(job)
     local holder = redis.call('HGET', live, namespace)
     if holder then
-      out[#out + 1] = {'duplicate', redis.call('HGET', holder, 'id') or ''}
+      out[#out + 1] = {'duplicate', jfield(holder, 'id') or ''}
     else
       redis.call('HSET', job, 'state', 'ready', 'attempt', 0, 'run_at_ms', now,
         'updated_at_ms', now)
@@ -42,7 +42,7 @@ for r = 8, #KEYS, 2 do
       end
       redis.call('PERSIST', job)
       redis.call('PERSIST', steps)
-      redis.call('ZADD', ready, ready_score(redis.call('HGET', job, 'priority'), now), job)
+      redis.call('ZADD', ready, ready_score(jfield(job, 'priority'), now), job)
       file_created(job, created)
       redis.call('HSET', live, namespace, job)
       out[#out + 1] = {'requeued', ARGV[2] == '1' and whole(job) or {}}

@@ -56,7 +56,7 @@ local free = filter.free == true
 local enqueued = filter.enqueued == true
 
 local function matches(job)
-  local f = redis.call('HMGET', job, 'state', 'name', 'tenant_id', 'run_at_ms', 'idempotency_key',
+  local f = jget(job, 'state', 'name', 'tenant_id', 'run_at_ms', 'idempotency_key',
     'created_at_ms')
   if not f[1] or (states and not states[f[1]]) then
     return false
@@ -97,7 +97,7 @@ if not ordered then
   local all = redis.call('ZRANGE', index, 0, budget - 1)
   examined = #all
   for _, job in ipairs(all) do
-    local created = tonumber(redis.call('HGET', job, 'created_at_ms'))
+    local created = tonumber(jfield(job, 'created_at_ms'))
     if created and (not after or created > after) and (not before or created < before)
       and past(created, job) and matches(job) then
       found[#found + 1] = {created, job}
@@ -111,7 +111,7 @@ if not ordered then
   end)
   for i = 1, math.min(want, #found) do
     local job = found[i][2]
-    rows[i] = redis.call('HMGET', job, unpack(fields))
+    rows[i] = jget(job, unpack(fields))
     last_score, last_member = ms_text(found[i][1]), job
   end
   exhausted = #found <= want and 1 or 0
@@ -170,7 +170,7 @@ while not done and #rows < want and examined < budget do
     examined = examined + 1
     last_score, last_member = page[i + 1], job
     if matches(job) then
-      rows[#rows + 1] = redis.call('HMGET', job, unpack(fields))
+      rows[#rows + 1] = jget(job, unpack(fields))
       if #rows >= want then
         done = true
         break

@@ -6,7 +6,7 @@
 -- reply: the job's state, or '' when it is missing
 
 local job = KEYS[1]
-local state = redis.call('HGET', job, 'state')
+local state = jfield(job, 'state')
 if not state then
   return ''
 end
