@@ -14,6 +14,7 @@ ORDER = (
     "W3c10",
     "W3c100",
     "W3c10obs",
+    "W3c10trace",
     "W3c10rate",
     "W3p1",
     "W3p2",
@@ -33,7 +34,8 @@ TITLES = {
     "W2": "W2 bulk enqueue (500)",
     "W3c10": "W3 process, c=10",
     "W3c100": "W3 process, c=100",
-    "W3c10obs": "W3 c=10, metrics and tracing on",
+    "W3c10obs": "W3 c=10, metrics and tracing on (1 trace in 10 recorded)",
+    "W3c10trace": "W3 c=10, metrics and tracing on (every run recorded)",
     "W3c10rate": "W3 c=10, a rate limit far above it",
     "W3p1": "W3 c=10, 1 worker process",
     "W3p2": "W3 c=10 each, 2 worker processes",
@@ -55,6 +57,7 @@ PRIMARY = {
     "W3c10": "jobs_per_s",
     "W3c100": "jobs_per_s",
     "W3c10obs": "jobs_per_s",
+    "W3c10trace": "jobs_per_s",
     "W3c10rate": "jobs_per_s",
     "W3p1": "jobs_per_s",
     "W3p2": "jobs_per_s",
@@ -126,7 +129,7 @@ def figure(workload: str, f: dict[str, Any], w3: dict[str, Any] | None) -> str:
         )
     text = f"{f['jobs_per_s']:,.0f} jobs/s"
     if (
-        workload in ("W6", "W3c10obs", "W3c10rate", "W9", "W3p2", "W3p4")
+        workload in ("W6", "W3c10obs", "W3c10trace", "W3c10rate", "W9", "W3p2", "W3p4")
         and w3
         and "jobs_per_s" in w3
     ):

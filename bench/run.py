@@ -29,6 +29,7 @@ WORKLOADS = (
     "W3c10",
     "W3c100",
     "W3c10obs",
+    "W3c10trace",
     "W3c10rate",
     "W3p1",
     "W3p2",
@@ -47,7 +48,18 @@ WORKLOADS = (
 # steady: measured in the first repetition only
 ONCE = ("W5", "W6", "W7", "W9", "W10", "WOP")
 # durable steps, the operator surface, its telemetry, the retention purge: no peer has them
-XJOBS_ONLY = ("W8", "WOP", "W3c10obs", "W3c10rate", "W3p1", "W3p2", "W3p4", "W4pool", "W9")
+XJOBS_ONLY = (
+    "W8",
+    "WOP",
+    "W3c10obs",
+    "W3c10trace",
+    "W3c10rate",
+    "W3p1",
+    "W3p2",
+    "W3p4",
+    "W4pool",
+    "W9",
+)
 ENGINE_ONLY = {"W6": "postgres", "W7": "redis", "W9": "postgres", "W4pool": "postgres"}
 BACKENDS = ("memory", "postgres", "redis")
 # peers that cannot finish W1–W3 on `--n` jobs within the run's budget (each a few hundred jobs a

@@ -138,8 +138,16 @@ class _DroppedSpans:
         return True
 
 
-async def w3_observed(c: Contender, plan: Plan, concurrency: int) -> Figures:
-    """W3 with xjobs's Prometheus metrics and OpenTelemetry spans (SDK, batched, dropped) on."""
+# W3c10obs's sampler: the share of traces a service running thousands of jobs a second records
+# (parent-based: a run follows its enqueue's decision, stamped in its traceparent)
+TRACE_RATIO = 0.1
+
+
+async def w3_observed(
+    c: Contender, plan: Plan, concurrency: int, ratio: float | None = TRACE_RATIO
+) -> Figures:
+    """W3 with xjobs's Prometheus metrics and OpenTelemetry spans (SDK, batched, dropped) on:
+    `ratio` of the traces recorded (parent-based), or every one (`None`)."""
     import xjobs
 
     await c.reset()  # first: a reset may open a new app (memory)
@@ -149,9 +157,11 @@ async def w3_observed(c: Contender, plan: Plan, concurrency: int) -> Figures:
     try:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
     except ImportError as exc:
         raise Unsupported("opentelemetry-sdk is not installed") from exc
-    provider = TracerProvider()
+    sampler = ALWAYS_ON if ratio is None else ParentBased(TraceIdRatioBased(ratio))
+    provider = TracerProvider(sampler=sampler)
     provider.add_span_processor(BatchSpanProcessor(_DroppedSpans()))  # type: ignore[arg-type]
     try:
         app.telemetry.enable_metrics(backend_gauges="never")
