@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from xjobs.clock import Clock
 from xjobs.contract.rates import RateBucket, RateStore
@@ -31,6 +31,9 @@ class Admission:
     error: XJobsError | None = None
     buckets: tuple[RateBucket, ...] = ()
     wait_ms: int = 0
+
+
+START: Final = Admission("start")
 
 
 class LocalRates:
@@ -83,11 +86,15 @@ class RateGate:
     queues: Mapping[str, tuple[ResolvedRate, ...]] = field(default_factory=dict)
     shared: tuple[ResolvedRate, ...] = ()
     batch: GrantBatch | None = field(default=None, init=False, repr=False)
+    # an in-process store (memory) has no round trip to save: asked directly, no mirror, no batch
+    direct: bool = field(default=False, init=False, repr=False)
     # per job name, the buckets of a job whose every rate is unkeyed: the same for each of its runs
     unkeyed: dict[str, tuple[RateBucket, ...]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.batch = None if self.store is None else GrantBatch(self.store)
+        store = self.store
+        self.direct = store is not None and getattr(store, "in_process", False) is True
+        self.batch = None if store is None or self.direct else GrantBatch(store)
 
     def buckets(self, handle: JobHandle[Any], value: Any) -> tuple[RateBucket, ...]:
         """Every bucket a run of `handle` with input `value` takes a permit of (a key may be underivable)."""
@@ -109,8 +116,11 @@ class RateGate:
     async def take(self, buckets: tuple[RateBucket, ...]) -> int:
         """Take a permit of every bucket: 0 when taken, else ms until they are free. The takes of
         one event-loop turn reach the store together, as one call (`GrantBatch`)."""
-        if not buckets or self.batch is None:
+        if not buckets or self.store is None:
             return 0
+        if self.batch is None:  # direct
+            verdict = await self.store.acquire(buckets)
+            return 0 if verdict.granted else max(verdict.wait_ms, 1)
         wait = self.local.wait_ms(buckets)
         if wait:
             return wait
@@ -155,7 +165,7 @@ async def admit(
     handle, job = run.handle, run.job
     assert handle is not None
     if run.refusal is not None:
-        return Admission("start")
+        return START
     concurrency = handle.concurrency if slots is not None else None
     try:
         buckets = gate.buckets(handle, run.value) if gate is not None else ()
@@ -167,7 +177,7 @@ async def admit(
         if wait:
             return Admission("deferred", reason="over its rate", wait_ms=wait)
     if key is None or concurrency is None or slots is None:
-        return Admission("start", buckets=buckets)
+        return Admission("start", buckets=buckets) if buckets else START
     try:
         admission = await _slot(
             slots,
