@@ -6,6 +6,7 @@ Labels stay low in cardinality: `queue`, `job`, `outcome`, `task`, `role` — ne
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Any, Final
 
 from xjobs.errors import CapabilityMissingError
@@ -135,31 +136,118 @@ class _Family:
         return child
 
 
+class _Histogram:
+    """One labelled histogram's counts, kept by the run path itself (no lock: the event loop is its
+    only writer; a scrape from another thread reads a copy, as consistent as the client's own)."""
+
+    __slots__ = ("_bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self._bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # per bucket, not cumulative; the last is +Inf
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        """Count `value` in the first bucket whose bound is at least it."""
+        self.counts[bisect_left(self._bounds, value)] += 1
+        self.total += value
+
+    def sample(self) -> tuple[list[tuple[str, float]], float]:
+        """The cumulative buckets, `+Inf` last, and the sum."""
+        counts, total = list(self.counts), self.total
+        cumulative, seen = [], 0
+        for bound, count in zip((*map(_float_label, self._bounds), "+Inf"), counts, strict=True):
+            seen += count
+            cumulative.append((bound, float(seen)))
+        return cumulative, total
+
+
+def _float_label(bound: float) -> str:
+    """A bucket bound as prometheus_client writes it (`1.0`, `0.005`)."""
+    return repr(float(bound))
+
+
 class JobMetrics:
-    """One (queue, job)'s children, bound once: a run's start, end and settle touch them with no
-    label lookup (`labels()` takes a lock and builds a key; this runs for every job)."""
+    """One (queue, job)'s run counts: a run's start, end and settle add to plain fields, read at
+    scrape time by the run collector (a prometheus_client child takes a lock per update, some
+    7 µs a run in all; this runs for every job)."""
 
-    __slots__ = ("_job", "_queue", "_settled", "_settled_by", "duration", "lateness", "running")
+    __slots__ = ("duration", "lateness", "running", "settled_by")
 
-    def __init__(
-        self, families: tuple[_Family, _Family, _Family, _Family], queue: str, job: str
-    ) -> None:
-        running, lateness, duration, settled = families
-        self.running = running.child(queue)
-        self.lateness = lateness.child(queue, job)
-        self.duration = duration.child(queue, job)
-        self._settled = settled
-        self._queue = queue
-        self._job = job
-        self._settled_by: dict[str, Any] = {}
+    def __init__(self, running: _Running) -> None:
+        self.running = running
+        self.lateness = _Histogram(LATENESS_BUCKETS_S)
+        self.duration = _Histogram(DURATION_BUCKETS_S)
+        self.settled_by: dict[str, int] = {}
 
     def settled(self, outcome: str) -> None:
         """One run ended with `outcome`."""
-        child = self._settled_by.get(outcome)
-        if child is None:
-            label = OUTCOME_LABELS.get(outcome, outcome)
-            child = self._settled_by[outcome] = self._settled.child(self._queue, self._job, label)
-        child.inc()
+        label = OUTCOME_LABELS.get(outcome, outcome)
+        self.settled_by[label] = self.settled_by.get(label, 0) + 1
+
+
+class _Running:
+    """The runs of one queue in this process (a gauge)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def inc(self) -> None:
+        """One more run."""
+        self.value += 1
+
+    def dec(self) -> None:
+        """One run fewer."""
+        self.value -= 1
+
+
+class _RunCollector:
+    """`xjobs_jobs_running`, `xjobs_jobs_settled_total`, `xjobs_job_duration_seconds` and
+    `xjobs_job_lateness_seconds`, from the run path's own counts."""
+
+    def __init__(
+        self, jobs: dict[tuple[str, str], JobMetrics], running: dict[str, _Running]
+    ) -> None:
+        self._jobs = jobs
+        self._running = running
+
+    def collect(self) -> Any:
+        """One family per metric, a sample per label set seen."""
+        from prometheus_client.core import (
+            CounterMetricFamily,
+            GaugeMetricFamily,
+            HistogramMetricFamily,
+        )
+
+        running = GaugeMetricFamily(
+            "xjobs_jobs_running", "Jobs running in this process.", labels=["queue"]
+        )
+        settled = CounterMetricFamily(
+            "xjobs_jobs_settled",
+            "Runs ended by the settle room, by outcome.",
+            labels=["queue", "job", "outcome"],
+        )
+        duration = HistogramMetricFamily(
+            "xjobs_job_duration_seconds",
+            "How long a run took, claim to settle.",
+            labels=["queue", "job"],
+        )
+        lateness = HistogramMetricFamily(
+            "xjobs_job_lateness_seconds",
+            "How late a run started after its job was due.",
+            labels=["queue", "job"],
+        )
+        for queue, gauge in list(self._running.items()):
+            running.add_metric([queue], gauge.value)
+        for (queue, job), bound in list(self._jobs.items()):
+            for outcome, count in list(bound.settled_by.items()):
+                settled.add_metric([queue, job, outcome], count)
+            for family, histogram in ((duration, bound.duration), (lateness, bound.lateness)):
+                buckets, total = histogram.sample()
+                family.add_metric([queue, job], buckets, total)
+        yield from (running, settled, duration, lateness)
 
 
 class Metrics:
@@ -174,12 +262,6 @@ class Metrics:
             "xjobs_jobs_enqueued",
             "Jobs enqueued (deduped ones not counted).",
             ["queue", "job"],
-            registry=reg,
-        )
-        self._settled_metric = client.Counter(
-            "xjobs_jobs_settled",
-            "Runs ended by the settle room, by outcome.",
-            ["queue", "job", "outcome"],
             registry=reg,
         )
         self._lost_metric = client.Counter(
@@ -203,37 +285,18 @@ class Metrics:
             ["queue"],
             registry=reg,
         )
-        self._duration_metric = client.Histogram(
-            "xjobs_job_duration_seconds",
-            "How long a run took, claim to settle.",
-            ["queue", "job"],
-            buckets=DURATION_BUCKETS_S,
-            registry=reg,
-        )
-        self._lateness_metric = client.Histogram(
-            "xjobs_job_lateness_seconds",
-            "How late a run started after its job was due.",
-            ["queue", "job"],
-            buckets=LATENESS_BUCKETS_S,
-            registry=reg,
-        )
-        self._running_metric = client.Gauge(
-            "xjobs_jobs_running", "Jobs running in this process.", ["queue"], registry=reg
-        )
         self._leader_metric = client.Gauge(
             "xjobs_leader", "1 while this process leads as `role`.", ["role"], registry=reg
         )
         self._enqueued: _Family = _Family(self._enqueued_metric)
-        self._settled: _Family = _Family(self._settled_metric)
         self._lost: _Family = _Family(self._lost_metric)
         self._buried: _Family = _Family(self._buried_metric)
         self._fired: _Family = _Family(self._fired_metric)
         self._published: _Family = _Family(self._published_metric)
-        self._duration: _Family = _Family(self._duration_metric)
-        self._lateness: _Family = _Family(self._lateness_metric)
-        self._running: _Family = _Family(self._running_metric)
         self._leader: _Family = _Family(self._leader_metric)
         self._jobs: dict[tuple[str, str], JobMetrics] = {}
+        self._running: dict[str, _Running] = {}
+        reg.register(_RunCollector(self._jobs, self._running))
         reg.register(_BackendCollector(self.snapshot))
 
     def job(self, queue: str, job: str) -> JobMetrics:
@@ -241,8 +304,8 @@ class Metrics:
         key = (queue, job)
         bound = self._jobs.get(key)
         if bound is None:
-            families = (self._running, self._lateness, self._duration, self._settled)
-            bound = self._jobs.setdefault(key, JobMetrics(families, queue, job))
+            running = self._running.setdefault(queue, _Running())
+            bound = self._jobs.setdefault(key, JobMetrics(running))
         return bound
 
     def enqueued(self, queue: str, job: str, count: int) -> None:
