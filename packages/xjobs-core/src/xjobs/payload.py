@@ -43,6 +43,23 @@ def encode_payload(
     no NUL, no lone surrogate, no NaN or infinity, no integer over `MAX_INT_BITS` bits, no
     nesting deeper than `MAX_PAYLOAD_DEPTH`, nothing JSON cannot carry, at most `max_bytes`, and,
     in a model with an untyped part (`Any`, a bare `dict`), nothing the decode would change."""
+    model = type(value)
+    plain = is_plain(model)
+    text = _screened_text(value) if plain else None
+    if text is None:
+        text = _checked_text(value, job=job)
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    if size > max_bytes:
+        raise PayloadInvalidError(
+            f"payload of job {job!r} is {size} bytes, over the limit of {max_bytes}"
+        )
+    if not plain and is_loose(model):  # a plain model is never loose
+        check_round_trip(value, text, what=f"payload of job {job!r}")
+    return text
+
+
+def _checked_text(value: BaseModel, *, job: str) -> str:
+    """The full check: the Python values walked by `check_json_values`, then the JSON text."""
     what = f"payload of job {job!r}"
     try:
         dumped = value.model_dump()
@@ -50,17 +67,100 @@ def encode_payload(
         raise PayloadInvalidError(f"{what} cannot be stored as JSON: {exc}") from exc
     check_json_values(dumped, what=what)
     try:
-        text = value.model_dump_json()
+        return value.model_dump_json()
     except (PydanticSerializationError, RecursionError, ValueError, TypeError) as exc:
         raise PayloadInvalidError(f"{what} cannot be stored as JSON: {exc}") from exc
-    size = len(text.encode("utf-8"))
-    if size > max_bytes:
-        raise PayloadInvalidError(
-            f"payload of job {job!r} is {size} bytes, over the limit of {max_bytes}"
-        )
-    if is_loose(type(value)):
-        check_round_trip(value, text, what=what)
+
+
+# The text of a plain model shows every value `check_json_values` could refuse: a NUL as
+# `\\u0000`, a non-finite float as `null`, `NaN` or `Infinity` (per `ser_json_inf_nan`), an
+# integer over `MAX_INT_BITS` bits as more digits than `_SHORT_CHARS`, a nesting level as a
+# bracket (a lone surrogate fails the serialization; U+FFFD is what a lossy one would leave).
+_SHORT_CHARS = 3_900  # 2**13_000 has 3,914 digits
+_FLAT_CHARS = 2 * MAX_PAYLOAD_DEPTH  # fewer chars than this hold fewer brackets than the depth
+# The core schema types of a plain model: fields typed by these serialize each value as itself.
+_PLAIN_TYPES = frozenset(
+    {
+        "model",
+        "model-fields",
+        "model-field",
+        "definitions",
+        "definition-ref",
+        "default",
+        "nullable",
+        "union",
+        "str",
+        "int",
+        "float",
+        "bool",
+        "none",
+        "list",
+        "tuple",
+        "set",
+        "frozenset",
+        "function-after",
+        "function-before",
+        "no-info",  # the validator function of the two above, which serialize their inner schema
+        "with-info",
+    }
+)
+
+
+def _screened_text(value: BaseModel) -> str | None:
+    """The JSON text of `value` in one serialization when the text alone proves what
+    `check_json_values` would find in the Python dump (nothing), else `None`: the caller then
+    takes the full check, which answers, and refuses, exactly as before. A suspect text (a
+    `null`, a `\\u0000` inside a string) costs that full check, never a wrong answer."""
+    try:
+        # what `model_dump_json()` returns (`is_plain` saw it is not overridden), without its
+        # wrapper; warnings="error": a value its field's type does not hold (an assignment after
+        # validation, `model_construct`) is serialized by guess, so the full check judges it
+        text: str = value.__pydantic_serializer__.to_json(value, warnings="error").decode()
+    except Exception:  # the full check raises (or not) as it always did
+        return None
+    if (
+        len(text) > _SHORT_CHARS
+        or "\\u0000" in text
+        or "null" in text
+        or "NaN" in text
+        or "Infinity" in text
+        or "\ufffd" in text
+    ):
+        return None
+    if len(text) >= _FLAT_CHARS and text.count("[") + text.count("{") > MAX_PAYLOAD_DEPTH:
+        return None
     return text
+
+
+@cache
+def is_plain(model: type[BaseModel]) -> bool:
+    """Whether the JSON text of `model` shows every value its `model_dump` holds, each as itself:
+    no untyped part (`is_loose`), no custom serializer (`field_serializer`, `model_serializer`,
+    `PlainSerializer`, a type's own), no mapping (a key is serialized lossily), only the core
+    schema types of `_PLAIN_TYPES`, nested models included. Its text can then be screened
+    instead of its Python dump walked; never when it overrides `model_dump` or `model_dump_json`.
+    Answered once per model."""
+    if is_loose(model) or _overridden(model, "model_dump") or _overridden(model, "model_dump_json"):
+        return False
+    try:
+        schema: object = model.__pydantic_core_schema__
+    except AttributeError:
+        return False
+    stack = [schema]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            kind = item.get("type")
+            if (isinstance(kind, str) and kind not in _PLAIN_TYPES) or "serialization" in item:
+                return False
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return True
+
+
+def _overridden(model: type[BaseModel], method: str) -> bool:
+    return getattr(model, method) is not getattr(BaseModel, method)
 
 
 # -- what an untyped part keeps ---------------------------------------------------------------
