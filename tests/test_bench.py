@@ -102,12 +102,14 @@ def test_a_small_run_on_the_memory_engine_writes_the_table_and_the_json(tmp_path
     ).items()
 
 
-def _throughput(**by_name: float) -> dict[str, dict[str, dict[str, float]]]:
-    return {name: {"W3c10": {"jobs_per_s": value}} for name, value in by_name.items()}
+def _throughput(
+    by_name: dict[str, float], workload: str = "W3c10"
+) -> dict[str, dict[str, dict[str, float]]]:
+    return {name: {workload: {"jobs_per_s": value}} for name, value in by_name.items()}
 
 
 def test_a_throughput_target_compares_with_the_best_peer_and_the_ceiling() -> None:
-    results = _throughput(**{"xjobs-pg": 3000.0, "pgqueuer": 1400.0, "procrastinate": 200.0})
+    results = _throughput({"xjobs-pg": 3000.0, "pgqueuer": 1400.0, "procrastinate": 200.0})
     results["ceiling-pg"] = {"W3c10": {"jobs_per_s": 5000.0}}
     verdicts = {t["target"]: t for t in report.targets(results)}
     assert "W3c10 postgres: ≥ 0.6× the ceiling" in verdicts
@@ -116,11 +118,7 @@ def test_a_throughput_target_compares_with_the_best_peer_and_the_ceiling() -> No
     assert not any(
         "peer" in name for name in verdicts
     )  # performance.md sets none for W3c10 on Postgres
-    results = {
-        "xjobs-pg": {"W3c100": {"jobs_per_s": 3000.0}},
-        "pgqueuer": {"W3c100": {"jobs_per_s": 1400.0}},
-        "ceiling-pg": {"W3c100": {"jobs_per_s": 7000.0}},
-    }
+    results = _throughput({"xjobs-pg": 3000.0, "pgqueuer": 1400.0, "ceiling-pg": 7000.0}, "W3c100")
     verdicts = {t["target"]: t for t in report.targets(results)}
     peer = verdicts["W3c100 postgres: ≥ 1.5× the best peer"]
     assert (peer["measured"], peer["met"]) == ("2.14× (pgqueuer)", True)
@@ -129,11 +127,9 @@ def test_a_throughput_target_compares_with_the_best_peer_and_the_ceiling() -> No
 
 
 def test_ahead_of_every_peer_means_faster_than_the_best() -> None:
-    results = {
-        "xjobs-redis": {"W1": {"jobs_per_s": 3000.0}},
-        "saq-redis": {"W1": {"jobs_per_s": 3000.0}},
-        "ceiling-redis": {"W1": {"jobs_per_s": 3200.0}},
-    }
+    results = _throughput(
+        {"xjobs-redis": 3000.0, "saq-redis": 3000.0, "ceiling-redis": 3200.0}, "W1"
+    )
     verdicts = {t["target"]: t for t in report.targets(results)}
     peer = verdicts["W1 redis: ahead of the best peer"]
     assert (peer["measured"], peer["met"]) == ("1.00× (saq-redis)", False)
@@ -142,7 +138,7 @@ def test_ahead_of_every_peer_means_faster_than_the_best() -> None:
 
 
 def test_a_target_missed_is_reported_not_met() -> None:
-    results = _throughput(**{"xjobs-redis": 900.0, "saq-redis": 700.0})
+    results = _throughput({"xjobs-redis": 900.0, "saq-redis": 700.0})
     (verdict,) = report.targets(results)
     assert (verdict["measured"], verdict["met"]) == ("1.29× (saq-redis)", False)
 

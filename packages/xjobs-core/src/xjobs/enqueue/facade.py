@@ -12,7 +12,6 @@ from xjobs.contract.driver import EnqueueResult, JobDriver, NewJob
 from xjobs.contract.results import ResultStore
 from xjobs.contract.stores import OutboxStore
 from xjobs.declare.job import MAX_PRIORITY, MIN_PRIORITY, EnqueueOptions, JobHandle
-from xjobs.declare.keys import derive_str
 from xjobs.enqueue.flow import fold, resolve_flow
 from xjobs.enqueue.result_wait import wait_for_result
 from xjobs.errors import CapabilityMissingError, OptionInvalidError
@@ -70,17 +69,14 @@ class JobsFacade:
             )
         # what does not change per input, read once per call: this loop runs once per job
         name, queue, model = handle.name, handle.queue, handle.input_model
-        key_fn = handle.idempotency_key
-        derives_tenant = handle.tenant.derive is not None
         attempts, dead_letter = handle.retry.attempts, handle.retry.dead_letter
         max_bytes = self._max_payload_bytes
         rows: list[NewJob] = []
         append = rows.append
         for raw in inputs:
             value = validate_input(model, raw, job=name)
-            key = derive_str(key_fn, value, what="idempotency key", job=name)
-            if derives_tenant:
-                handle.tenant_for(value)  # refuse an underivable tenant at enqueue, not at run
+            key = handle.key_for(value)
+            handle.tenant_for(value)  # refuse an underivable tenant at enqueue, not at run
             job_id, run_id = new_id_pair()
             payload = encode_payload(value, job=name, max_bytes=max_bytes)
             # positional, in the record's field order
