@@ -42,6 +42,9 @@ class RecordingRates:
             raise self.fail
         return await self.inner.acquire_many(grants)
 
+    async def reserve(self, buckets: Sequence[RateBucket], count: int, hold_ms: int) -> bool:
+        return await self.inner.reserve(buckets, count, hold_ms)
+
     async def abandon(self, buckets: Sequence[RateBucket]) -> None:
         await self.inner.abandon(buckets)
 

@@ -187,6 +187,7 @@ SAMPLES: dict[str, Callable[[], Call]] = {
     ),
     # one grant per entry of the ARGV tail; the keys are the buckets they name, each once
     "rate_acquire": lambda: rates.rate_acquire(K, now=NOW, grants=[BUCKETS[:1], BUCKETS]),
+    "rate_reserve": lambda: rates.rate_reserve(K, now=NOW, buckets=BUCKETS, count=8, hold_ms=200),
     "rate_abandon": lambda: rates.rate_abandon(K, now=NOW, buckets=BUCKETS),
     "rate_spent": lambda: rates.rate_spent(K, now=NOW, key="job:a"),
 }

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import asyncpg
 
-from xjobs.contract.rates import RateBucket, RateVerdict
+from xjobs.contract.rates import RateBucket, RateVerdict, reserve_ceiling_ms
 from xjobs.errors import BackendError
 from xjobs_pg.executor import Executor
 from xjobs_pg.params import Bound, One
 
 # A key without a row is given one, then asked again; a row deleted each time in between is a fault.
 ENSURE_TRIES = 3
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,26 @@ class GrantsParams:
 
 
 @dataclass(frozen=True, slots=True)
+class ReserveParams:
+    """`rate_reserve`: $1 now, $2 keys, $3 intervals, $4 ceilings, $5 count, $6 hold."""
+
+    now_ms: int | None
+    buckets: Sequence[RateBucket]
+    count: int
+    hold_ms: int
+
+    def bind(self) -> Bound:
+        return (
+            self.now_ms,
+            [b.key for b in self.buckets],
+            [float(b.interval_ms) for b in self.buckets],
+            [reserve_ceiling_ms(b) for b in self.buckets],
+            self.count,
+            self.hold_ms,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class SpentParams:
     """`rate_spent`: $1 now, $2 key, $3 the emission interval."""
 
@@ -79,11 +102,10 @@ class PostgresRateStore:
         return [next(answers) if grant else RateVerdict(True) for grant in grants]
 
     async def _take(self, grants: Sequence[Sequence[RateBucket]]) -> list[RateVerdict]:
-        """All at once when every grant is free (one statement), else in turn (a second one); a
-        key without a row to lock first gets an idle one."""
+        """All at once when every grant is free (one statement), else in turn (a second one)."""
         params = GrantsParams(self._x.now(), grants)
-        keys = sorted({b.key for grant in grants for b in grant})
-        for _ in range(ENSURE_TRIES):
+
+        async def attempt() -> list[RateVerdict] | None:
             row = await self._x.fetchrow("rate_acquire_all", params)
             if row is not None and row["taken"]:
                 return [RateVerdict(True) for _ in grants]
@@ -91,8 +113,30 @@ class PostgresRateStore:
                 rows = await self._x.fetch("rate_acquire", params)
                 if rows[0]["complete"]:
                     return [_verdict(r) for r in rows]
-            await self._x.execute("rate_ensure", One(keys))
-        raise BackendError(f"the rate rows of {keys} vanish as soon as they are made")
+            return None
+
+        return await self._with_rows({b.key for grant in grants for b in grant}, attempt)
+
+    async def reserve(self, buckets: Sequence[RateBucket], count: int, hold_ms: int) -> bool:
+        if not buckets:
+            return True
+        params = ReserveParams(self._x.now(), buckets, count, hold_ms)
+
+        async def attempt() -> bool | None:
+            row = await self._x.fetchrow("rate_reserve", params)
+            return bool(row["taken"]) if row is not None and row["complete"] else None
+
+        return await self._with_rows({b.key for b in buckets}, attempt)
+
+    async def _with_rows(self, keys: set[str], attempt: Callable[[], Awaitable[T | None]]) -> T:
+        """`attempt` answers None when a key had no row to lock: each such key gets an idle one
+        and it is asked again."""
+        for _ in range(ENSURE_TRIES):
+            answer = await attempt()
+            if answer is not None:
+                return answer
+            await self._x.execute("rate_ensure", One(sorted(keys)))
+        raise BackendError(f"the rate rows of {sorted(keys)} vanish as soon as they are made")
 
     async def abandon(self, buckets: Sequence[RateBucket]) -> None:
         if buckets:

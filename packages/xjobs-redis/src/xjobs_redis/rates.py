@@ -28,6 +28,14 @@ class RedisRateStore:
         waits = await self._x.run(call)
         return [RateVerdict(True) if int(w) <= 0 else RateVerdict(False, int(w)) for w in waits]
 
+    async def reserve(self, buckets: Sequence[RateBucket], count: int, hold_ms: int) -> bool:
+        if not buckets:
+            return True
+        call = rates.rate_reserve(
+            self._keys, now=self._x.now(), buckets=buckets, count=count, hold_ms=hold_ms
+        )
+        return int(await self._x.run(call)) == 1
+
     async def abandon(self, buckets: Sequence[RateBucket]) -> None:
         if buckets:
             await self._x.run(rates.rate_abandon(self._keys, now=self._x.now(), buckets=buckets))

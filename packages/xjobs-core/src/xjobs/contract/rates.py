@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
+
+# A reservation is granted only while it leaves at least this share of every bucket's burst free.
+RESERVE_ROOM: Final = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +27,11 @@ class RateBucket:
     key: str
     interval_ms: float
     burst: int
+
+
+def reserve_ceiling_ms(bucket: RateBucket) -> float:
+    """How far past now a reservation may move the bucket's TAT: `RESERVE_ROOM` of its burst."""
+    return bucket.burst * bucket.interval_ms * RESERVE_ROOM
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +63,16 @@ class RateStore(Protocol):
         buckets' lines, as `acquire` does) and the grants after it are still evaluated."""
         ...
 
+    async def reserve(self, buckets: Sequence[RateBucket], count: int, hold_ms: int) -> bool:
+        """Take `count` permits of every bucket (keys distinct) at once, held ahead by one process
+        that starts each within `hold_ms` of asking, or none. The held permits are placed from
+        `now + hold_ms` on: each TAT moves to `max(TAT, now + hold_ms) + count * interval_ms`, so a
+        permit started at any instant of its hold is one GCRA would have granted then, and the
+        burst bound holds. Granted only while every bucket's TAT then stays within
+        `reserve_ceiling_ms` of now (half its burst left to the per-run grants); refused, nothing
+        moves, not even a line."""
+        ...
+
     async def abandon(self, buckets: Sequence[RateBucket]) -> None:
         """Hand back the permit a grant of `buckets` took: each TAT moves back one interval, never
         before now (a bucket refills no faster than idle)."""
@@ -62,4 +80,14 @@ class RateStore(Protocol):
 
     async def spent(self, key: str, interval_ms: float) -> float:
         """How many permits of bucket `key` are spent now (`(TAT - now) / interval_ms`, 0 when idle)."""
+        ...
+
+
+@runtime_checkable
+class InProcessRates(RateStore, Protocol):
+    """A rate store in the worker's own process (memory): no round trip to save, so a worker asks
+    it synchronously, per run, with no batch and no permits held ahead."""
+
+    def grant_now(self, buckets: Sequence[RateBucket]) -> RateVerdict:
+        """What `acquire(buckets)` answers, answered at once."""
         ...

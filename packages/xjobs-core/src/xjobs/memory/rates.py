@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar, Final
+from typing import Final
 
 from xjobs.clock import Clock
-from xjobs.contract.rates import RateBucket, RateVerdict
+from xjobs.contract.rates import RateBucket, RateVerdict, reserve_ceiling_ms
 
 PRUNE_AT = 1024  # the lines are swept of passed ones once they number this many
 GRANTED: Final = RateVerdict(True)
@@ -15,8 +15,6 @@ GRANTED: Final = RateVerdict(True)
 
 class MemoryRateStore:
     """TATs and lines per key; a TAT or a line that has passed is dropped (an idle bucket is a full one)."""
-
-    in_process: ClassVar[bool] = True  # no round trip: a worker asks it directly, unbatched
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
@@ -31,6 +29,10 @@ class MemoryRateStore:
         return tat
 
     async def acquire(self, buckets: Sequence[RateBucket]) -> RateVerdict:
+        return self._grant(buckets, float(self._clock.now_ms()))
+
+    def grant_now(self, buckets: Sequence[RateBucket]) -> RateVerdict:
+        """In process (`InProcessRates`): a worker takes its permits synchronously."""
         return self._grant(buckets, float(self._clock.now_ms()))
 
     async def acquire_many(self, grants: Sequence[Sequence[RateBucket]]) -> list[RateVerdict]:
@@ -57,6 +59,17 @@ class MemoryRateStore:
         if len(self._line) > PRUNE_AT:
             self._line = {k: line for k, line in self._line.items() if line > now}
         return RateVerdict(False, max(math.ceil(due - now), 1))
+
+    async def reserve(self, buckets: Sequence[RateBucket], count: int, hold_ms: int) -> bool:
+        now = float(self._clock.now_ms())
+        start = now + hold_ms
+        tats = {
+            b.key: max(self._tat_of(b.key, now), start) + count * b.interval_ms for b in buckets
+        }
+        if any(tats[b.key] - now > reserve_ceiling_ms(b) for b in buckets):
+            return False
+        self._tat.update(tats)
+        return True
 
     async def abandon(self, buckets: Sequence[RateBucket]) -> None:
         now = float(self._clock.now_ms())

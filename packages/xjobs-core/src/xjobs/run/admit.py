@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from xjobs.clock import Clock
-from xjobs.contract.rates import RateBucket, RateStore
+from xjobs.contract.rates import InProcessRates, RateBucket, RateStore
 from xjobs.contract.stores import SlotHolder, SlotStore
 from xjobs.declare.job import JobHandle
 from xjobs.declare.rate import ResolvedRate, global_scope, job_scope, queue_scope
 from xjobs.errors import ConcurrencyUnenforceableError, RateUnenforceableError, XJobsError
 from xjobs.run.rate_batch import GrantBatch
+from xjobs.run.rate_pool import PermitPool
 from xjobs.run.record import RunRecord
 
 # The local mirror forgets the buckets whose TAT has passed once it holds this many keys.
@@ -22,14 +23,13 @@ LOCAL_PRUNE_AT = 4096
 
 @dataclass(frozen=True, slots=True)
 class Admission:
-    """The verdict for one claimed job: `start` (with the slot key and rate buckets held), `deferred`
-    (over a rate: due in `wait_ms`), `shed`, `refuse`, or `undecidable` (a key could not be derived)."""
+    """The verdict for one claimed job: `start` (with the slot key held), `deferred` (over a rate:
+    due in `wait_ms`), `shed`, `refuse`, or `undecidable` (a key could not be derived)."""
 
     verdict: Literal["start", "shed", "refuse", "undecidable", "deferred"]
     slot_key: str | None = None
     reason: str | None = None
     error: XJobsError | None = None
-    buckets: tuple[RateBucket, ...] = ()
     wait_ms: int = 0
 
 
@@ -44,14 +44,14 @@ class LocalRates:
     """
 
     def __init__(self, clock: Clock) -> None:
-        self._clock = clock
+        self.clock = clock
         self._tat: dict[str, float] = {}
         self._line: dict[str, float] = {}
 
     def wait_ms(self, buckets: Sequence[RateBucket]) -> int:
         """How long this process's own grants alone hold the buckets full (0: ask the store); runs
         refused here one after another are lined up an interval apart, as the store lines them."""
-        now = self._clock.now_ms()
+        now = self.clock.now_ms()
         free = {b.key: self._tat.get(b.key, now) - (b.burst - 1) * b.interval_ms for b in buckets}
         full = [b for b in buckets if free[b.key] > now]
         if not full:
@@ -61,14 +61,14 @@ class LocalRates:
             self._line[b.key] = max(self._line.get(b.key, 0.0), due + b.interval_ms)
         return max(math.ceil(due - now), 1)
 
-    def took(self, buckets: Sequence[RateBucket]) -> None:
-        """The store granted a permit of each bucket to this process."""
-        now = self._clock.now_ms()
+    def took(self, buckets: Sequence[RateBucket], count: int = 1) -> None:
+        """The store granted `count` permits of each bucket to this process."""
+        now = self.clock.now_ms()
         if len(self._tat) >= LOCAL_PRUNE_AT:
             self._tat = {k: t for k, t in self._tat.items() if t > now}
             self._line = {k: t for k, t in self._line.items() if t > now}
         for b in buckets:
-            self._tat[b.key] = max(self._tat.get(b.key, now), now) + b.interval_ms
+            self._tat[b.key] = max(self._tat.get(b.key, now), now) + count * b.interval_ms
 
     def gave_back(self, buckets: Sequence[RateBucket]) -> None:
         """A grant of this process was abandoned: its permits are free again."""
@@ -86,15 +86,19 @@ class RateGate:
     queues: Mapping[str, tuple[ResolvedRate, ...]] = field(default_factory=dict)
     shared: tuple[ResolvedRate, ...] = ()
     batch: GrantBatch | None = field(default=None, init=False, repr=False)
+    pool: PermitPool | None = field(default=None, init=False, repr=False)
     # an in-process store (memory) has no round trip to save: asked directly, no mirror, no batch
-    direct: bool = field(default=False, init=False, repr=False)
+    direct: InProcessRates | None = field(default=None, init=False, repr=False)
     # per job name, the buckets of a job whose every rate is unkeyed: the same for each of its runs
     unkeyed: dict[str, tuple[RateBucket, ...]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         store = self.store
-        self.direct = store is not None and getattr(store, "in_process", False) is True
-        self.batch = None if store is None or self.direct else GrantBatch(store)
+        if isinstance(store, InProcessRates):
+            self.direct = store
+        elif store is not None:
+            self.batch = GrantBatch(store)
+            self.pool = PermitPool(store, self.local, self.local.clock)
 
     def buckets(self, handle: JobHandle[Any], value: Any) -> tuple[RateBucket, ...]:
         """Every bucket a run of `handle` with input `value` takes a permit of (a key may be underivable)."""
@@ -113,18 +117,30 @@ class RateGate:
             self.unkeyed[name] = buckets
         return buckets
 
-    async def take(self, buckets: tuple[RateBucket, ...]) -> int:
-        """Take a permit of every bucket: 0 when taken, else ms until they are free. The takes of
-        one event-loop turn reach the store together, as one call (`GrantBatch`)."""
-        if not buckets or self.store is None:
+    def held_ahead(self, handle: JobHandle[Any]) -> bool:
+        """Whether the runs of `handle` start on permits held ahead: its grant is one unkeyed tuple."""
+        return handle.name in self.unkeyed
+
+    async def take(self, buckets: tuple[RateBucket, ...], *, ahead: bool = False) -> int:
+        """Take a permit of every bucket: 0 when taken, else ms until they are free. An unkeyed
+        grant (`ahead`) starts on a permit this process holds ahead (`PermitPool`) when it can;
+        the other takes of one event-loop turn reach the store together, as one call (`GrantBatch`)."""
+        if not buckets:
             return 0
-        if self.batch is None:  # direct
-            verdict = await self.store.acquire(buckets)
+        if self.direct is not None:
+            verdict = self.direct.grant_now(buckets)
             return 0 if verdict.granted else max(verdict.wait_ms, 1)
+        batch, pool = self.batch, self.pool
+        if batch is None or pool is None:  # no rate store
+            return 0
+        if ahead and pool.take(buckets):
+            return 0
         wait = self.local.wait_ms(buckets)
         if wait:
             return wait
-        verdict = await self.batch.acquire(buckets)
+        if ahead and await pool.refill(buckets):
+            return 0
+        verdict = await batch.acquire(buckets)
         if not verdict.granted:
             return max(verdict.wait_ms, 1)
         self.local.took(buckets)
@@ -173,11 +189,11 @@ async def admit(
     except XJobsError as exc:  # the attempt fails with this error; the round goes on
         return Admission("undecidable", error=exc)
     if gate is not None and buckets:
-        wait = await gate.take(buckets)
+        wait = await gate.take(buckets, ahead=gate.held_ahead(handle))
         if wait:
             return Admission("deferred", reason="over its rate", wait_ms=wait)
     if key is None or concurrency is None or slots is None:
-        return Admission("start", buckets=buckets) if buckets else START
+        return START
     try:
         admission = await _slot(
             slots,
@@ -194,7 +210,7 @@ async def admit(
     if admission.verdict != "start" and gate is not None:
         await gate.abandon(buckets)
         return admission
-    return Admission("start", slot_key=key, buckets=buckets)
+    return Admission("start", slot_key=key)
 
 
 async def _slot(

@@ -152,6 +152,54 @@ left join turns t on t.grant_no > 0
 where p.relaxed is not null
 order by t.grant_no;
 
+-- name: rate_reserve
+-- Takes count permits of every bucket at once, held ahead by one process that starts each within
+-- the hold, or none. The held permits are placed from now + hold on: each TAT moves to
+-- greatest(TAT, now + hold) + count * interval, so a permit started during its hold is one GCRA
+-- would have granted then. Refused when a TAT would then be more than its ceiling past now (half
+-- the burst left to per-run grants): nothing is written. Locks, reads, commits and answers
+-- complete as rate_acquire_all does.
+-- Answers one row: complete, taken.
+-- $1 now (null for the server clock), $2 keys (distinct), $3 emission intervals in ms,
+-- $4 ceilings in ms, $5 count, $6 hold in ms.
+with params as (
+    select coalesce($1::bigint, (extract(epoch from clock_timestamp()) * 1000)::bigint)::float8 as now_ms,
+           set_config('synchronous_commit', 'off', true) as relaxed
+),
+asked as (
+    select u.key, u.interval_ms, u.ceiling_ms
+    from unnest($2::text[], $3::float8[], $4::float8[]) as u(key, interval_ms, ceiling_ms)
+),
+held as (
+    select r.key, r.tat_ms
+    from {schema}.rates r
+    where r.key = any($2::text[])
+    order by r.key
+    for update of r
+),
+placed as (
+    select a.key, h.key is not null as found,
+           greatest(h.tat_ms, p.now_ms + $6::float8) + $5::int * a.interval_ms as tat_ms,
+           a.ceiling_ms, p.now_ms
+    from asked a
+    cross join params p
+    left join held h on h.key = a.key
+),
+verdict as (
+    select bool_and(found) as complete, bool_and(tat_ms - now_ms <= ceiling_ms) as taken
+    from placed
+),
+written as (
+    update {schema}.rates r
+    set tat_ms = pl.tat_ms
+    from placed pl, verdict v
+    where r.key = any($2::text[]) and r.key = pl.key and v.complete and v.taken
+    returning r.key
+)
+select v.complete, v.complete and v.taken as taken, (select count(*) from written) as written
+from verdict v, params p
+where p.relaxed is not null;
+
 -- name: rate_abandon
 -- Hands back the permit a grant took: each TAT moves back one interval, never before now. The
 -- rows are locked in key order first, as rate_acquire locks them (the two cannot deadlock).

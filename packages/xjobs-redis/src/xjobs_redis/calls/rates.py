@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from xjobs.contract.rates import RateBucket
+from xjobs.contract.rates import RateBucket, reserve_ceiling_ms
 from xjobs_redis.executor import Arg, Call
 from xjobs_redis.keys import Keys
 
@@ -22,6 +22,16 @@ def rate_acquire(k: Keys, *, now: str, grants: Sequence[Sequence[RateBucket]]) -
         ]
         rows.append(json.dumps(row))
     return Call("rate_acquire", [k.rate(key) for key in index], [now, *rows])
+
+
+def rate_reserve(
+    k: Keys, *, now: str, buckets: Sequence[RateBucket], count: int, hold_ms: int
+) -> Call:
+    """Take `count` permits of every bucket ahead, for a hold of `hold_ms`, or none."""
+    rows = [json.dumps([float(b.interval_ms), reserve_ceiling_ms(b)]) for b in buckets]
+    return Call(
+        "rate_reserve", [k.rate(b.key) for b in buckets], [now, str(count), str(hold_ms), *rows]
+    )
 
 
 def rate_abandon(k: Keys, *, now: str, buckets: Sequence[RateBucket]) -> Call:

@@ -27,6 +27,7 @@ class CountingRates:
     def __init__(self, inner: RateStore) -> None:
         self.inner = inner
         self.acquires = 0
+        self.reserves = 0
 
     async def acquire(self, buckets: Sequence[RateBucket]) -> RateVerdict:
         self.acquires += 1
@@ -35,6 +36,10 @@ class CountingRates:
     async def acquire_many(self, grants: Sequence[Sequence[RateBucket]]) -> list[RateVerdict]:
         self.acquires += len(grants)
         return await self.inner.acquire_many(grants)
+
+    async def reserve(self, buckets: Sequence[RateBucket], count: int, hold_ms: int) -> bool:
+        self.reserves += 1
+        return await self.inner.reserve(buckets, count, hold_ms)
 
     async def abandon(self, buckets: Sequence[RateBucket]) -> None:
         await self.inner.abandon(buckets)
@@ -173,6 +178,43 @@ class TestRateDeferral:
             )
         assert (stats.completed, stats.deferred) == (1, 3)
         assert counting.acquires == 1
+
+    async def test_an_unkeyed_rate_far_above_the_load_starts_runs_on_permits_held_ahead(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: a job whose limits are all unkeyed reserves an allotment in one store call and starts runs on it; a keyed one is asked per run."""
+        far = Rate(limit=1_000_000, per=timedelta(seconds=1))
+
+        @job(tenant=org_of, idempotency_key=key_of, queue=QUEUE, rate=far)
+        async def plain(ctx: JobContext, input: Item) -> None:
+            return None
+
+        @job(tenant=org_of, idempotency_key=key_of, queue=QUEUE, rate=replace(far, key=org_of))
+        async def keyed(ctx: JobContext, input: Item) -> None:
+            return None
+
+        rates = parity.backend.rates
+        assert rates is not None
+        counting = CountingRates(rates)
+        app = App(replace(parity.backend, rates=counting), jobs=[plain, keyed], clock=parity.clock)
+        async with app:
+            for n in range(20):
+                await plain.enqueue(Item(key=f"p-{n}"))
+            stats = await within(
+                app.run_worker(concurrency=4, until_idle=True), what="the worker to idle"
+            )
+            held = (counting.reserves, counting.acquires)
+            for n in range(3):
+                await keyed.enqueue(Item(key=f"k-{n}"))
+            keyed_stats = await within(
+                app.run_worker(concurrency=1, until_idle=True), what="the worker to idle again"
+            )
+        assert (stats.completed, stats.deferred) == (20, 0)
+        # a first allotment for the 4 runs waiting, then more asked ahead: more only if one lapsed
+        assert 1 <= held[0] <= 10
+        assert held[1] == 0
+        assert keyed_stats.completed == 3
+        assert (counting.reserves, counting.acquires) == (held[0], 3)
 
 
 @pytest.mark.requires("rates")

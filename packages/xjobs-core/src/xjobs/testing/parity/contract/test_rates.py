@@ -202,3 +202,53 @@ class TestAbandonAndRelease:
         await rates.abandon([a, b])
         assert await rates.acquire([a]) == RateVerdict(True)
         assert await rates.acquire([b]) == RateVerdict(True)
+
+
+class TestReservations:
+    async def test_a_reservation_places_its_permits_after_the_hold(self, parity: ParityEnv) -> None:
+        """Rule: `reserve(count, hold)` moves the TAT to max(TAT, now + hold) + count intervals."""
+        rates = _rates(parity)
+        idle, busy = _bucket("idle", 100.0, 100), _bucket("busy", 100.0, 100)
+        await rates.acquire([busy])
+        await rates.acquire([busy])  # busy's TAT is now + 200
+        assert await rates.reserve([idle], 8, 200) is True
+        assert await rates.reserve([busy], 5, 100) is True
+        assert await rates.spent(idle.key, 100.0) == (200 + 8 * 100) / 100
+        assert await rates.spent(busy.key, 100.0) == (200 + 5 * 100) / 100
+
+    async def test_per_run_grants_after_a_reservation_stay_within_the_burst(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: the held permits and the hold count against the bucket: what is granted at once stays under the burst."""
+        rates = _rates(parity)
+        bucket = _bucket("twenty", 100.0, 20)
+        assert await rates.reserve([bucket], 3, 200) is True  # TAT now + 500
+        granted = [(await rates.acquire([bucket])).granted for _ in range(16)]
+        assert granted == [True] * 15 + [False]  # 3 held + 15 <= 20
+
+    async def test_a_reservation_that_would_leave_under_half_the_burst_is_refused(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: refused when a TAT would move more than half the burst past now; nothing moves."""
+        rates = _rates(parity)
+        ten = _bucket("ten", 100.0, 10)  # half its burst: 500 ms
+        assert await rates.reserve([ten], 4, 200) is False  # 200 + 400 > 500
+        assert await rates.spent(ten.key, 100.0) == 0
+        assert await rates.reserve([ten], 3, 200) is True  # 200 + 300 = 500
+        assert await rates.spent(ten.key, 100.0) == 5
+
+    async def test_a_reservation_is_all_or_none_over_its_buckets(self, parity: ParityEnv) -> None:
+        """Rule: one bucket that cannot hold the allotment refuses it for every bucket."""
+        rates = _rates(parity)
+        roomy, tight = _bucket("roomy", 100.0, 1_000), _bucket("tight", 100.0, 4)
+        assert await rates.reserve([roomy, tight], 2, 100) is False
+        assert await rates.spent(roomy.key, 100.0) == 0
+        assert await rates.acquire([tight]) == RateVerdict(True)
+
+    async def test_a_held_permit_abandoned_is_handed_back(self, parity: ParityEnv) -> None:
+        """Rule: a held permit whose run never started is abandoned like a per-run one: one interval back."""
+        rates = _rates(parity)
+        bucket = _bucket("held", 100.0, 100)
+        assert await rates.reserve([bucket], 4, 0) is True
+        await rates.abandon([bucket])
+        assert await rates.spent(bucket.key, 100.0) == 3
