@@ -158,3 +158,13 @@ def test_the_largest_allotment_is_what_half_the_burst_holds_after_the_hold() -> 
     thousand = (RateBucket(key="k", interval_ms=1.0, burst=1_000),)
     assert most_ahead(thousand, HOLD_MS) == 300
     assert most_ahead(ROOMY, HOLD_MS) == 1024
+
+
+@pytest.mark.asyncio
+async def test_closing_waits_out_a_reservation_in_flight_and_drops_the_held_permits() -> None:
+    gate, store, _ = _gate()
+    await _takes(gate, ASK_MIN // 2)  # half spent: the next allotment is asked in the background
+    await gate.close()
+    assert store.reserved == [ASK_MIN, ASK_MIN]
+    assert await _takes(gate, 1) == [0]  # nothing held any more: a new allotment, waited on
+    assert store.reserved == [ASK_MIN, ASK_MIN, ASK_MIN]

@@ -51,7 +51,7 @@ from xjobs_pg.params import (
     WatchParams,
 )
 from xjobs_pg.purge import PURGE_COUNT_ARITY, PurgeParams
-from xjobs_pg.rates import GrantsParams, RateParams, SpentParams
+from xjobs_pg.rates import GrantsParams, RateParams, ReserveParams, SpentParams
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.sql import Statements
 from xjobs_pg.store_params import (
@@ -173,6 +173,7 @@ SAMPLES: dict[str, Params] = {
     "rate_ensure": One(["rate|job|a"]),
     "rate_acquire_all": GrantsParams(NOW, [[RATE], [RATE]]),
     "rate_acquire": GrantsParams(NOW, [[RATE], [RATE]]),
+    "rate_reserve": ReserveParams(NOW, [RATE], 8, 200),
     "rate_abandon": RateParams(NOW, [RATE]),
     "rate_spent": SpentParams(NOW, "rate|job|a", 100.0),
     "backfill_begin": BackfillParams(

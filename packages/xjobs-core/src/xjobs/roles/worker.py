@@ -186,6 +186,8 @@ class Worker:
         if self._loop_task is not None:
             await asyncio.gather(self._loop_task, return_exceptions=True)
         await self._join_runs()
+        if self._wiring.rates is not None:
+            await self._wiring.rates.close()
         if self._side:
             await asyncio.gather(*self._side, return_exceptions=True)
         if self._drain_timer is not None:

@@ -146,6 +146,11 @@ class RateGate:
         self.local.took(buckets)
         return 0
 
+    async def close(self) -> None:
+        """The worker is closing: no reservation of the pool is left in flight."""
+        if self.pool is not None:
+            await self.pool.close()
+
     async def abandon(self, buckets: tuple[RateBucket, ...]) -> None:
         """Hand back the permits taken for a run that never started."""
         if buckets and self.store is not None:

@@ -106,6 +106,13 @@ class PermitPool:
             self._waiting[grant] -= 1
         return self.take(grant)
 
+    async def close(self) -> None:
+        """Wait out the reservations still in flight (a worker closing leaves no task behind);
+        the permits they and the held allotments hold are dropped."""
+        if self._filling:
+            await asyncio.gather(*self._filling.values(), return_exceptions=True)
+        self._held.clear()
+
     def _fill(self, grant: Grant) -> asyncio.Future[None]:
         filling = self._filling[grant] = asyncio.ensure_future(self._reserve(grant))
         filling.add_done_callback(_reported)

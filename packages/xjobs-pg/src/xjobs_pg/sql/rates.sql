@@ -179,7 +179,7 @@ held as (
 ),
 placed as (
     select a.key, h.key is not null as found,
-           greatest(h.tat_ms, p.now_ms + $6::float8) + $5::int * a.interval_ms as tat_ms,
+           greatest(h.tat_ms, p.now_ms + $6::int) + $5::int * a.interval_ms as tat_ms,
            a.ceiling_ms, p.now_ms
     from asked a
     cross join params p
