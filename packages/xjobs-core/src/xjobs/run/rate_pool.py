@@ -73,7 +73,7 @@ class PermitPool:
 
     def take(self, grant: Grant) -> bool:
         """Start on a held permit of `grant`, with no store call: False when none is left in hold.
-        Half of them spent, the next allotment is asked in the background."""
+        Half of the last allotment spent, the next is asked in the background."""
         held = self._held.get(grant)
         if not held:
             return False
@@ -82,7 +82,7 @@ class PermitPool:
             first = held[0]
             if first.left and now_ms < first.until_ms and now_mono < first.until_mono:
                 first.left -= 1
-                if grant not in self._filling and sum(a.left for a in held) * 2 <= first.size:
+                if len(held) == 1 and first.left * 2 <= first.size and grant not in self._filling:
                     self._fill(grant)
                 return True
             held.popleft()
