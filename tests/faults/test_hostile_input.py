@@ -711,9 +711,24 @@ async def check_round_trip(app: xjobs.App, sent: list[Sent]) -> list[str]:
             problems += attempt_failed(record, s.fails_with, ran=got is not None)
         elif record.state != "completed":
             problems.append(f"the job ended {record.state}: {record.last_error!s:.300}")
-        elif got != s.expected or got.model_dump_json() != s.expected.model_dump_json():
+        elif got != s.expected or not identical(got.model_dump(), s.expected.model_dump()):
             problems.append(f"the body received {got!r:.200}, not {s.expected!r:.200}")
     return problems
+
+
+def identical(a: object, b: object) -> bool:
+    """Equal and of one type all the way down: 1, 1.0 and True differ, a tuple is no list. A set
+    is compared member by member, not in the order its members' hashes lay it out (the hash seed
+    differs per process, so two equal sets may dump their members in two orders)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(identical(a[key], b[key]) for key in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, set | frozenset) and isinstance(b, set | frozenset):
+        return len(a) == len(b) and all(any(identical(x, y) for y in b) for x in a)
+    return bool(a == b)
 
 
 def attempt_failed(record: xjobs.JobRecord, code: str, *, ran: bool) -> list[str]:
