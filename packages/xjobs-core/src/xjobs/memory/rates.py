@@ -29,7 +29,7 @@ class MemoryRateStore:
         return tat
 
     async def acquire(self, buckets: Sequence[RateBucket]) -> RateVerdict:
-        return self._grant(buckets, float(self._clock.now_ms()))
+        return self.grant_now(buckets)
 
     def grant_now(self, buckets: Sequence[RateBucket]) -> RateVerdict:
         """In process (`InProcessRates`): a worker takes its permits synchronously."""

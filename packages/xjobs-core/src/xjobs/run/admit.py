@@ -98,7 +98,7 @@ class RateGate:
             self.direct = store
         elif store is not None:
             self.batch = GrantBatch(store)
-            self.pool = PermitPool(store, self.local, self.local.clock)
+            self.pool = PermitPool(store, self.local)
 
     def buckets(self, handle: JobHandle[Any], value: Any) -> tuple[RateBucket, ...]:
         """Every bucket a run of `handle` with input `value` takes a permit of (a key may be underivable)."""

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from xjobs.clock import Clock
 from xjobs.contract.rates import RateBucket, RateStore, reserve_ceiling_ms
 
 if TYPE_CHECKING:
@@ -57,12 +56,10 @@ class PermitPool:
     """Allotments per grant, oldest first; one reservation in flight per grant, shared by every
     run waiting on it."""
 
-    def __init__(
-        self, store: RateStore, local: LocalRates, clock: Clock, hold_ms: int = HOLD_MS
-    ) -> None:
+    def __init__(self, store: RateStore, local: LocalRates, hold_ms: int = HOLD_MS) -> None:
         self._store = store
         self._local = local
-        self._clock = clock
+        self._clock = local.clock  # the gate's clock, which the local mirror reads too
         self._hold_ms = hold_ms
         self._held: dict[Grant, deque[Allotment]] = {}
         self._size: dict[Grant, int] = {}
