@@ -71,6 +71,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         "W3c10": lambda: workloads.w3(contender, plan, 10),
         "W3c100": lambda: workloads.w3(contender, plan, 100),
         "W3c10obs": lambda: workloads.w3_observed(contender, plan, 10),
+        "W3c10obs0": lambda: workloads.w3_observed(contender, plan, 10, ratio=0.0),
         "W3c10trace": lambda: workloads.w3_observed(contender, plan, 10, ratio=None),
         "W3c10rate": lambda: workloads.w3_rated(contender, plan, 10),
         "W3p1": lambda: workloads.w3_processes(contender, plan, 1, 10),

@@ -147,7 +147,8 @@ async def w3_observed(
     c: Contender, plan: Plan, concurrency: int, ratio: float | None = TRACE_RATIO
 ) -> Figures:
     """W3 with xjobs's Prometheus metrics and OpenTelemetry spans (SDK, batched, dropped) on:
-    `ratio` of the traces recorded (parent-based), or every one (`None`)."""
+    `ratio` of the traces recorded (parent-based; 0: none, what xjobs's own spans and metrics
+    cost beside the SDK's making of unrecorded spans), or every one (`None`)."""
     import xjobs
 
     await c.reset()  # first: a reset may open a new app (memory)
@@ -169,12 +170,27 @@ async def w3_observed(
     except xjobs.XJobsError as exc:
         raise Unsupported(exc.message) from exc
     try:
-        await preload(c, plan.n)
+        await _preload_in_requests(c, plan.n, provider.get_tracer("bench"))
         ran, window = await drain(c, plan.n, concurrency)
     finally:
         app.telemetry.disable()
         provider.shutdown()
     return rate(ran, window)
+
+
+async def _preload_in_requests(c: Contender, n: int, tracer: Any) -> None:
+    """Put `n` jobs in, untimed, each enqueued inside a trace of its own, as a service's requests
+    enqueue them: the sampler decides per job, and each run reads its own traceparent."""
+
+    async def one(i: int, sent_at: float) -> None:
+        with tracer.start_as_current_span("request"):
+            await c.enqueue(i, sent_at)
+
+    items = _items(n)
+    for k in range(0, n, PRELOAD_CONCURRENCY):
+        await asyncio.gather(
+            *(one(i, sent_at) for i, sent_at in items[k : k + PRELOAD_CONCURRENCY])
+        )
 
 
 # W3c10rate's limit: far above any rate the bench reaches, so every run takes a permit and none waits

@@ -61,9 +61,10 @@ def test_a_small_run_on_the_memory_engine_writes_the_table_and_the_json(tmp_path
     assert data["versions"]["xjobs-memory"]
     took = data["took_s"]
     assert set(took) == {
-        "run", "W1", "W2", "W3c10", "W3c100", "W3c10obs", "W3c10trace", "W3c10rate", "W4", "W8", "W10", "WOP",
+        "run", "W1", "W2", "W3c10", "W3c100", "W3c10obs", "W3c10obs0", "W3c10trace", "W3c10rate", "W4", "W8", "W10", "WOP",
     }  # fmt: skip
     assert ours["W3c10obs"]["jobs_per_s"] > 0  # W3 with metrics and tracing on
+    assert ours["W3c10obs0"]["jobs_per_s"] > 0  # the same, no trace recorded
     assert ours["W3c10trace"]["jobs_per_s"] > 0  # the same, every run's span recorded
     assert ours["W3c10rate"]["jobs_per_s"] > 0  # W3 with a rate limit far above it
     assert "W3c10obs" not in ceiling

@@ -11,12 +11,28 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanContext, SpanKind, StatusCode
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    ParentBased,
+    Sampler,
+    SamplingResult,
+    TraceIdRatioBased,
+)
+from opentelemetry.trace import (
+    NoOpTracerProvider,
+    ProxyTracerProvider,
+    SpanContext,
+    SpanKind,
+    StatusCode,
+    get_current_span,
+)
 from pydantic import BaseModel
 
 import xjobs
 from xjobs import JobContext, Retry, job
 from xjobs.memory.outbox import MemoryOutboxStore
+from xjobs.observe.tracing import Tracing, _span_ids_if_parent_based
 
 
 class Order(BaseModel):
@@ -223,3 +239,113 @@ async def test_a_staged_job_keeps_the_stage_span_through_the_relay() -> None:
     assert runs
     assert all(_ids(run.parent) == _ids(stage.context) for run in runs)
     assert {s.context.trace_id for s in spans if s is not publish} == {request.context.trace_id}
+
+
+class _Delegating(Sampler):
+    """A sampler of the user's own that decides as `inner` does: xjobs cannot read its rule, so it
+    asks it for every run."""
+
+    def __init__(self, inner: Sampler) -> None:
+        self._inner = inner
+
+    def should_sample(self, *args: Any, **kwargs: Any) -> SamplingResult:
+        return self._inner.should_sample(*args, **kwargs)
+
+    def get_description(self) -> str:
+        return f"Delegating{{{self._inner.get_description()}}}"
+
+
+seen_in_run: list[SpanContext] = []
+enqueued_in_run: list[str] = []
+
+
+@job(tenant="none", idempotency_key=lambda i: i.order_id, queue="orders")
+async def observed(ctx: JobContext, input: Order) -> None:
+    seen_in_run.append(get_current_span().get_span_context())
+    if not input.order_id.startswith("child-"):
+        enqueued_in_run.append(
+            (await observed.enqueue(Order(order_id=f"child-{input.order_id}"))).job_id
+        )
+
+
+async def _run_unsampled_enqueue(sampler: Sampler) -> tuple[list[ReadableSpan], str, str]:
+    """A request of an unsampled trace enqueues `observed`; its run enqueues a child; both run.
+    Answers the spans recorded and the two jobs' traceparents."""
+    seen_in_run.clear()
+    enqueued_in_run.clear()
+    provider = TracerProvider(sampler=sampler)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    app = xjobs.App(backend="memory://", jobs=[observed])
+    app.telemetry.enable_tracing(provider)
+    web = provider.get_tracer("the-web-service")
+    async with app:
+        with web.start_as_current_span("POST /orders", kind=SpanKind.SERVER) as request:
+            assert not request.get_span_context().trace_flags.sampled
+            parent = await observed.enqueue(Order(order_id="o-9"))
+        await app.run_worker(until_idle=True)
+        first = (await app.get_job(parent.job_id)).traceparent
+        child = (await app.get_job(enqueued_in_run[0])).traceparent
+    assert first is not None
+    assert child is not None
+    return list(exporter.get_finished_spans()), first, child
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "sampler",
+    [ParentBased(ALWAYS_OFF), _Delegating(ParentBased(ALWAYS_OFF))],
+    ids=["sdk-parent-based", "a-sampler-of-its-own"],
+)
+async def test_a_run_of_an_unsampled_enqueue_records_nothing_and_carries_its_trace_on(
+    sampler: Sampler,
+) -> None:
+    spans, first, child = await _run_unsampled_enqueue(sampler)
+
+    assert spans == []
+    trace_id, send_span_id, flags = first.split("-")[1:]
+    assert not int(flags, 16) & 0x01  # not sampled (0x02: the SDK's trace id is random)
+    run, child_run = seen_in_run
+    for context in (run, child_run):
+        assert f"{context.trace_id:032x}" == trace_id
+        assert not context.trace_flags.sampled
+        assert not context.is_remote
+    assert f"{run.span_id:016x}" != send_span_id  # a span of its own, as the SDK makes one
+    assert child.split("-")[1] == trace_id  # the job it enqueued continues the trace
+    assert child.split("-")[3] == flags
+
+
+@pytest.mark.asyncio
+async def test_a_sampler_that_records_children_of_unsampled_parents_is_asked_for_each_run() -> None:
+    spans, first, _ = await _run_unsampled_enqueue(
+        ParentBased(ALWAYS_OFF, remote_parent_not_sampled=ALWAYS_ON)
+    )
+
+    runs = [s for s in spans if s.name == "process orders"]
+    assert len(runs) == 2  # the first run and its child's, each recorded by the sampler's rule
+    assert all(f"{s.context.trace_id:032x}" == first.split("-")[1] for s in runs)
+
+
+@pytest.mark.parametrize(
+    ("sampler", "follows"),
+    [
+        (None, True),  # the SDK's default: parent-based, always on at the root
+        (ParentBased(TraceIdRatioBased(0.1)), True),
+        (ParentBased(ALWAYS_ON, local_parent_not_sampled=ALWAYS_ON), True),
+        (ParentBased(ALWAYS_ON, remote_parent_not_sampled=ALWAYS_ON), False),
+        (ParentBased(ALWAYS_ON, remote_parent_not_sampled=TraceIdRatioBased(0.5)), False),
+        (ALWAYS_ON, False),
+        (TraceIdRatioBased(0.1), False),
+        (_Delegating(ParentBased(ALWAYS_OFF)), False),
+    ],
+)
+def test_runs_of_unsampled_enqueues_skip_the_sdk_only_where_its_sampler_would_drop_them(
+    sampler: Sampler | None, follows: bool
+) -> None:
+    tracing = Tracing(TracerProvider(sampler=sampler))
+    assert (_span_ids_if_parent_based(tracing.tracer) is not None) is follows
+
+
+def test_a_tracer_of_no_sdk_is_always_asked() -> None:
+    assert _span_ids_if_parent_based(NoOpTracerProvider().get_tracer("x")) is None
+    assert _span_ids_if_parent_based(ProxyTracerProvider().get_tracer("x")) is None

@@ -2,12 +2,15 @@
 
 A PRODUCER `send {queue}` span around each enqueue, stage and cron fire, whose context is the
 stamped `traceparent`; a CONSUMER `process {queue}` span per run, parented by and LINKED to that
-context; a child span per `step.run`; events for sleeps, waits and replays.
+context; a child span per `step.run`; events for sleeps, waits and replays. A run whose enqueue was
+not sampled gets, without a call into the SDK, the non-recording span the SDK's default
+parent-based sampler would give it (`_span_ids_if_parent_based`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any, Final
 
 from xjobs.actor import set_traceparent
@@ -20,6 +23,10 @@ FAILED_OUTCOMES: Final = frozenset(
     {"retried", "dead-lettered", "dropped", "refused", "interrupted"}
 )
 MAX_LINKS: Final = 128
+SAMPLED: Final = 0x01  # the traceparent flag of a trace whose spans are recorded
+# The recorded run span of this context, which its settle tells the outcome (unset for a run whose
+# span records nothing: the settle then reads nothing else).
+RUN_SPAN: ContextVar[Any] = ContextVar("xjobs_run_span", default=None)
 
 
 def _api() -> Any:
@@ -30,6 +37,43 @@ def _api() -> Any:
             "OpenTelemetry tracing needs opentelemetry-api: pip install 'xjobs-core[otel]'"
         ) from exc
     return trace
+
+
+def _span_ids_if_parent_based(tracer: Any) -> Any:
+    """The span id generator of `tracer` when it is the OpenTelemetry SDK's and its sampler the
+    SDK's parent-based one that drops every child of an unsampled remote parent (the default
+    sampler, and every `parentbased_*` one): for such a parent the SDK makes a non-recording span
+    of the parent's trace with a new span id, calling no processor, and xjobs makes it the same
+    way at a third of the cost. `None` for any other tracer or sampler: the tracer is asked."""
+    try:
+        from opentelemetry.sdk.trace import Tracer as SdkTracer
+        from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
+    except ImportError:
+        return None
+    if type(tracer) is not SdkTracer:
+        return None
+    sampler = tracer.sampler
+    if type(sampler).should_sample is not ParentBased.should_sample:
+        return None
+    if getattr(sampler, "_remote_parent_not_sampled", None) is not ALWAYS_OFF:
+        return None
+    return tracer.id_generator
+
+
+def _ids(traceparent: str | None) -> tuple[int, int, int] | None:
+    """A stamped traceparent's trace id, span id and flags (`None` when invalid or absent)."""
+    if not traceparent:
+        return None
+    parts = traceparent.split("-")
+    if len(parts) != 4 or len(parts[1]) != 32 or len(parts[2]) != 16:
+        return None
+    try:
+        trace_id, span_id, flags = int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
+    except ValueError:
+        return None
+    if not trace_id or not span_id:
+        return None
+    return trace_id, span_id, flags & 0xFF
 
 
 def _traceparent(context: Any) -> str:
@@ -68,6 +112,21 @@ class OpenSpan:
             self._span.record_exception(error)
             self._span.set_status(self._tracing.error_status(f"{type(error).__name__}: {error}"))
         self._span.end()
+
+
+class _RecordedRun(OpenSpan):
+    """A run's recorded span: current, and the one its settle tells the outcome."""
+
+    __slots__ = ("_marked",)
+
+    def __init__(self, span: Any, tracing: Tracing) -> None:
+        super().__init__(span, tracing)
+        self._marked = RUN_SPAN.set(span)
+
+    def close(self, error: BaseException | None) -> None:
+        """Unmark it, then close it."""
+        RUN_SPAN.reset(self._marked)
+        super().close(error)
 
 
 class _SendSpan:
@@ -113,31 +172,25 @@ class Tracing:
         self.context = context
         self.kinds = trace.SpanKind
         self.tracer = trace.get_tracer("xjobs", __version__, tracer_provider=tracer_provider)
-        # The last traceparent read and what it parsed to: the jobs of one batch share it.
+        self._span_ids = _span_ids_if_parent_based(self.tracer)
+        self._random_trace_id = int(getattr(trace.TraceFlags, "RANDOM_TRACE_ID", 0))
+        # The last traceparent read, its remote span context, and (once a span is started from
+        # it) its parent context and links: the jobs of one batch share them.
         self._last: tuple[str | None, Any, Any, tuple[Any, ...]] = (None, None, None, ())
 
     def error_status(self, description: str) -> Any:
         """An error status with `description`."""
         return self.api.Status(self.api.StatusCode.ERROR, description)
 
-    def _parent(self, traceparent: str | None) -> tuple[Any, Any]:
-        """The context a stamped traceparent names and its span context (`None`s when invalid)."""
-        if not traceparent:
-            return None, None
-        parts = traceparent.split("-")
-        if len(parts) != 4 or len(parts[1]) != 32 or len(parts[2]) != 16:
-            return None, None
-        try:
-            trace_id, span_id, flags = int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
-        except ValueError:
-            return None, None
-        if not trace_id or not span_id:
-            return None, None
+    def _remote(self, traceparent: str | None) -> Any:
+        """The span context a stamped traceparent names (`None` when invalid or absent)."""
+        ids = _ids(traceparent)
+        if ids is None:
+            return None
         trace = self.api
-        span_context = trace.SpanContext(
-            trace_id, span_id, is_remote=True, trace_flags=trace.TraceFlags(flags & 0xFF)
+        return trace.SpanContext(
+            ids[0], ids[1], is_remote=True, trace_flags=trace.TraceFlags(ids[2])
         )
-        return trace.set_span_in_context(trace.NonRecordingSpan(span_context)), span_context
 
     def sending(self, queue: str, job: str, count: int, operation: str) -> _SendSpan:
         """A PRODUCER span; while it is open, jobs built stamp its context as their traceparent."""
@@ -152,20 +205,42 @@ class Tracing:
             attributes["messaging.batch.message_count"] = count
         return _SendSpan(self, f"send {queue}", attributes)
 
-    def _origin(self, traceparent: str | None) -> tuple[Any, tuple[Any, ...]]:
-        """The parent context of a run and its links, from its stamped traceparent (the last one
-        parsed is kept: the jobs of one enqueue_many, one stage, one relay pass share it)."""
+    def _last_remote(self, traceparent: str | None) -> Any:
+        """`_remote`, kept for the last traceparent (the jobs of one enqueue_many, one stage, one
+        relay pass share it)."""
         last = self._last
         if traceparent == last[0] and traceparent is not None:
-            return last[1], last[3]
-        parent, span_context = self._parent(traceparent)
-        links = (self.api.Link(span_context),) if span_context is not None else ()
-        self._last = (traceparent, parent, span_context, links)
+            return last[1]
+        remote = self._remote(traceparent)
+        self._last = (traceparent, remote, None, ())
+        return remote
+
+    def _origin(self, remote: Any) -> tuple[Any, tuple[Any, ...]]:
+        """The parent context of a run started from the last remote span context, and its links."""
+        last = self._last
+        if remote is None or last[2] is not None:
+            return last[2], last[3]
+        trace = self.api
+        parent = trace.set_span_in_context(trace.NonRecordingSpan(remote))
+        links = (trace.Link(remote),)
+        self._last = (last[0], remote, parent, links)
         return parent, links
 
     def start_run(self, job: ClaimedJob) -> OpenSpan:
         """The CONSUMER span of one run, made current: a child of the enqueue's context, linked to it."""
-        parent, links = self._origin(job.traceparent)
+        span_ids = self._span_ids
+        if span_ids is not None:
+            ids = _ids(job.traceparent)
+            if ids is not None and not ids[2] & SAMPLED:
+                trace = self.api
+                unsampled = trace.SpanContext(
+                    ids[0],
+                    span_ids.generate_span_id(),
+                    is_remote=False,
+                    trace_flags=trace.TraceFlags(ids[2] & self._random_trace_id),
+                )
+                return OpenSpan(trace.NonRecordingSpan(unsampled), self)
+        parent, links = self._origin(self._last_remote(job.traceparent))
         attributes: dict[str, Any] = {
             "messaging.system": SYSTEM,
             "messaging.destination.name": job.queue,
@@ -182,12 +257,12 @@ class Tracing:
             links=links,
             attributes=attributes,
         )
-        return OpenSpan(span, self)
+        return _RecordedRun(span, self) if span.is_recording() else OpenSpan(span, self)
 
     def settled(self, outcome: Outcome, error: str | None) -> None:
         """The run's span gets its outcome; a failure's error is recorded on it."""
-        span = self.api.get_current_span()
-        if not span.is_recording():
+        span = RUN_SPAN.get()
+        if span is None:
             return
         span.set_attribute("xjobs.outcome", outcome)
         if outcome in FAILED_OUTCOMES and error:
@@ -215,7 +290,7 @@ class Tracing:
         """A PRODUCER span around one relay pass, linked to each staged row's context."""
         links = []
         for row in rows[:MAX_LINKS]:
-            _, span_context = self._parent(row.traceparent)
+            span_context = self._remote(row.traceparent)
             if span_context is not None:
                 links.append(self.api.Link(span_context))
         attributes = {
