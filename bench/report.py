@@ -352,7 +352,7 @@ def _storage_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     w6 = _value(results, "xjobs-pg", "W6")
     w3 = _value(results, "xjobs-pg", "W3c10")
     if w6 is not None and w3:
-        out.append(_target("W6 postgres: ≥ 0.8× W3", f"{w6 / w3:.2f}×", w6 / w3 >= 0.8))
+        out.append(_target("W6 postgres: ≥ 0.85× W3", f"{w6 / w3:.2f}×", w6 / w3 >= 0.85))
     w9 = _value(results, "xjobs-pg", "W9")
     if w9 is not None and w3:
         out.append(
