@@ -99,7 +99,13 @@ def test_a_declared_transaction_pooler_turns_the_statement_cache_off_unless_told
 
 def test_a_session_of_its_own_has_the_jit_compiler_off_and_a_pooled_one_is_left_alone() -> None:
     direct = Pooling.from_options({}).pool_options({"server_settings": {"work_mem": "8MB"}})
-    assert direct["server_settings"] == {"work_mem": "8MB", "jit": "off"}
+    assert direct["server_settings"] == {
+        "work_mem": "8MB",
+        "jit": "off",
+        "plan_cache_mode": "force_generic_plan",
+    }
+    custom = Pooling.from_options({}).pool_options({"server_settings": {"plan_cache_mode": "auto"}})
+    assert custom["server_settings"]["plan_cache_mode"] == "auto"  # the caller's own wins
     assert "server_settings" not in Pooling("transaction", False).pool_options({})
     assert "server_settings" not in Pooling("session", True).pool_options({})
     assert "server_settings" not in Pooling().connect_options({})  # a leader's or listener's
