@@ -87,6 +87,10 @@ for _, job in ipairs(redis.call('ZRANGEBYSCORE', leased, '-inf', now, 'LIMIT', 0
   end
 end
 
+-- the state, then the reply's columns of each claimed job
+local CLAIMED = jplan('state', 'id', 'run_id', 'name', 'queue', 'tenant_id', 'payload',
+  'priority', 'attempt', 'max_attempts', 'dead_letter', 'claims', 'lease_until_ms',
+  'enqueued_by', 'traceparent', 'created_at_ms', 'run_at_ms')
 local claimed = {}
 if want > 0 then
   local candidates = {}
@@ -107,9 +111,7 @@ if want > 0 then
     end
     local job = pair[2]
     -- the state, then the reply's columns, read once: the claim's own writes patched in below
-    local columns = jget(job, 'state', 'id', 'run_id', 'name', 'queue', 'tenant_id', 'payload',
-      'priority', 'attempt', 'max_attempts', 'dead_letter', 'claims', 'lease_until_ms',
-      'enqueued_by', 'traceparent', 'created_at_ms', 'run_at_ms')
+    local columns = jread(job, CLAIMED)
     local state = table.remove(columns, 1)
     if not (held and held[columns[3]] and is_live(state)) then
       redis.call('ZREM', ready, job)

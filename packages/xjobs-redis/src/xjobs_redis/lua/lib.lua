@@ -104,28 +104,34 @@ local function job_default(job, field, created)
   return JOB_DEFAULTS[field]
 end
 
--- HMGET of a job's columns with the defaults filled in: each value, false for a column that
--- is absent and has no default, and every value false when the job does not exist.
-local function jget(job, ...)
+-- A read of job columns planned once (jread): the HMGET's fields, created_at_ms first and each
+-- column's short field before its own name, and where each column's first field stands. A script
+-- that reads the same columns of many jobs plans the read once a call.
+local function jplan(...)
   local names = {...}
-  local n = #names
-  local ask = {'c', 'created_at_ms'}
-  for i = 1, n do
+  local ask, at, twin = {'c', 'created_at_ms'}, {}, {}
+  for i = 1, #names do
     local short = SHORT[names[i]]
+    at[i] = #ask + 1
     if short then
       ask[#ask + 1] = short
+      twin[i] = true
     end
     ask[#ask + 1] = names[i]
   end
-  local raw = redis.call('HMGET', job, unpack(ask))
+  return {names = names, ask = ask, at = at, twin = twin}
+end
+
+-- HMGET of a planned read's columns with the defaults filled in: each value, false for a column
+-- that is absent and has no default, and every value false when the job does not exist.
+local function jread(job, plan)
+  local raw = redis.call('HMGET', job, unpack(plan.ask))
   local created = raw[1] or raw[2]
-  local f, at = {}, 3
-  for i = 1, n do
-    local value = raw[at]
-    at = at + 1
-    if SHORT[names[i]] then
-      value = value or raw[at]
-      at = at + 1
+  local names, at, twin, f = plan.names, plan.at, plan.twin, {}
+  for i = 1, #names do
+    local value = raw[at[i]]
+    if not value and twin[i] then
+      value = raw[at[i] + 1]
     end
     if not value and created then
       value = job_default(job, names[i], created)
@@ -133,6 +139,11 @@ local function jget(job, ...)
     f[i] = value or false
   end
   return f
+end
+
+-- jread of the columns named, planned for this one read.
+local function jget(job, ...)
+  return jread(job, jplan(...))
 end
 
 -- One job column with its default (false when absent without one, or the job is missing).
@@ -550,15 +561,24 @@ local function file_created(job, created)
 end
 
 -- A settle's word to a result waiter: a job someone watches (its `watch` field, the channel a
--- `watch` call stored) has its id published there once, and the flag is consumed. An unwatched
--- job costs one HGET and publishes nothing.
-local function notify_settled(job)
-  local channel = redis.call('HGET', job, 'watch')
+-- `watch` call stored, read by the caller: false when absent) has its id published there once,
+-- and the flag is consumed.
+local function tell_waiter(job, channel)
   if channel then
     redis.call('HDEL', job, 'watch')
     redis.call('PUBLISH', channel, job_id_of(job))
   end
 end
+
+-- tell_waiter with the job's `watch` field read here: an unwatched job costs one HGET.
+local function notify_settled(job)
+  tell_waiter(job, redis.call('HGET', job, 'watch'))
+end
+
+-- What complete_run reads of a job: the fence (as holds_claim), every column the settle reads,
+-- and its waiter's channel.
+local COMPLETE_READ = jplan('state', 'claimed_by', 'claims', 'name', 'tenant_id',
+  'idempotency_key', 'created_at_ms', 'watch')
 
 -- Settle a run completed, fenced on state running AND the claim (claimed_by, claims): the job
 -- leaves the leased index and the live index by creation, releases its namespace, is filed in
@@ -568,9 +588,8 @@ end
 -- counters HASH and index (counter, index). Answers 1, or 0 when the fence missed (nothing
 -- written). ack.lua and ack_many.lua.
 local function complete_run(job, steps, queue, worker_id, claims, keep, result, now)
-  -- the fence (as holds_claim) and every column the settle reads, in one read
-  local f = jget(job, 'state', 'claimed_by', 'claims', 'name', 'tenant_id', 'idempotency_key',
-    'created_at_ms')
+  -- the fence (as holds_claim), every column the settle reads and the waiter, in one read
+  local f = jread(job, COMPLETE_READ)
   if not (f[1] == 'running' and f[2] == worker_id and f[3] == claims) then
     return 0
   end
@@ -586,6 +605,6 @@ local function complete_run(job, steps, queue, worker_id, claims, keep, result, 
   redis.call('ZADD', completed, f[7], job) -- as file_finished: score created_at_ms
   expire_finished(job, steps, 'completed', keep)
   count_ending(queue[5], queue[6], f[4], 'completed', now)
-  notify_settled(job)
+  tell_waiter(job, f[8])
   return 1
 end
