@@ -104,39 +104,58 @@ local function job_default(job, field, created)
   return JOB_DEFAULTS[field]
 end
 
--- A read of job columns planned once (jread): the HMGET's fields, created_at_ms first and each
--- column's short field before its own name, and where each column's first field stands. A script
--- that reads the same columns of many jobs plans the read once a call.
+-- A read of job columns planned once (jread). A job HASH holds created_at_ms under `c` when an
+-- enqueue of this layout made it, and then every SHORT column under its short field alone (no
+-- writer sets a short column's own name on it): `fast` asks for `c`, created_at_ms, then each
+-- column's field in that layout. A HASH of the older layout (created_at_ms under its own name) is
+-- read again through `full`: created_at_ms first, each column's short field before its own name,
+-- `at` where each column's first field stands. A script that reads the same columns of many jobs
+-- plans the read once a call.
 local function jplan(...)
   local names = {...}
-  local ask, at, twin = {'c', 'created_at_ms'}, {}, {}
+  local fast, full, at, twin = {'c', 'created_at_ms'}, {'c', 'created_at_ms'}, {}, {}
   for i = 1, #names do
     local short = SHORT[names[i]]
-    at[i] = #ask + 1
+    fast[#fast + 1] = short or names[i]
+    at[i] = #full + 1
     if short then
-      ask[#ask + 1] = short
+      full[#full + 1] = short
       twin[i] = true
     end
-    ask[#ask + 1] = names[i]
+    full[#full + 1] = names[i]
   end
-  return {names = names, ask = ask, at = at, twin = twin}
+  return {names = names, fast = fast, full = full, at = at, twin = twin}
 end
 
 -- HMGET of a planned read's columns with the defaults filled in: each value, false for a column
--- that is absent and has no default, and every value false when the job does not exist.
+-- that is absent and has no default, and every value false when the job does not exist (a job
+-- HASH without created_at_ms is no job). One HMGET of the job's own fields, a second for a HASH
+-- of the older layout.
 local function jread(job, plan)
-  local raw = redis.call('HMGET', job, unpack(plan.ask))
-  local created = raw[1] or raw[2]
-  local names, at, twin, f = plan.names, plan.at, plan.twin, {}
+  local raw = redis.call('HMGET', job, unpack(plan.fast))
+  local names, f = plan.names, {}
+  local created = raw[1]
+  if created then
+    for i = 1, #names do
+      f[i] = raw[i + 2] or job_default(job, names[i], created) or false
+    end
+    return f
+  end
+  if not raw[2] then
+    for i = 1, #names do
+      f[i] = false
+    end
+    return f
+  end
+  raw = redis.call('HMGET', job, unpack(plan.full))
+  created = raw[2]
+  local at, twin = plan.at, plan.twin
   for i = 1, #names do
     local value = raw[at[i]]
     if not value and twin[i] then
       value = raw[at[i] + 1]
     end
-    if not value and created then
-      value = job_default(job, names[i], created)
-    end
-    f[i] = value or false
+    f[i] = value or job_default(job, names[i], created) or false
   end
   return f
 end
