@@ -21,6 +21,7 @@ from xjobs.contract.backend import Backend
 from xjobs.testing.rows import new_job
 from xjobs_pg.driver import PostgresJobDriver
 from xjobs_pg.executor import Executor
+from xjobs_pg.lanes import Lanes
 from xjobs_pg.schema import quote_schema
 from xjobs_pg.testing import opened, server_dsn, session
 
@@ -28,18 +29,18 @@ NOW = 1_700_000_000_000
 KEY = "order-42"
 
 
-class CountingPool:
-    """The pool an enqueue runs on, counting its statements; `before(n)` runs before the n-th."""
+class CountingLanes:
+    """The lanes an enqueue runs its statements on, counting them; `before(n)` runs before the n-th."""
 
-    def __init__(self, pool: asyncpg.Pool, before: Callable[[int], Awaitable[None]]) -> None:
-        self._pool = pool
+    def __init__(self, lanes: Lanes, before: Callable[[int], Awaitable[None]]) -> None:
+        self._lanes = lanes
         self._before = before
         self.statements: list[str] = []
 
     async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
         self.statements.append(query)
         await self._before(len(self.statements))
-        return await self._pool.fetch(query, *args)
+        return await self._lanes.fetch(query, *args)
 
 
 @pytest_asyncio.fixture
@@ -50,14 +51,15 @@ async def backend(schema: str) -> AsyncIterator[Backend]:
 
 def counted_driver(
     backend: Backend, before: Callable[[int], Awaitable[None]]
-) -> tuple[PostgresJobDriver, CountingPool]:
+) -> tuple[PostgresJobDriver, CountingLanes]:
     """A driver on the backend's statements and wake whose every statement is counted."""
     driver = backend.jobs
     assert isinstance(driver, PostgresJobDriver)
     executor: Executor = driver._x
-    pool = CountingPool(executor.pool, before)
-    counted = Executor(cast(asyncpg.Pool, pool), executor.sql, ManualClock(NOW))
-    return PostgresJobDriver(counted, driver._wake), pool
+    lanes = CountingLanes(executor.lanes, before)
+    counted = Executor(executor.pool, executor.sql, ManualClock(NOW))
+    counted.lanes = cast(Lanes, lanes)
+    return PostgresJobDriver(counted, driver._wake), lanes
 
 
 async def nothing(_: int) -> None:
@@ -67,10 +69,10 @@ async def nothing(_: int) -> None:
 @pytest.mark.asyncio
 async def test_an_enqueue_that_dedupes_runs_two_statements(backend: Backend) -> None:
     (live,) = await backend.jobs.enqueue([new_job(idempotency_key=KEY)])
-    driver, pool = counted_driver(backend, nothing)
+    driver, lanes = counted_driver(backend, nothing)
     (again,) = await driver.enqueue([new_job(idempotency_key=KEY)])
     assert (again.job_id, again.deduped) == (live.job_id, True)
-    assert len(pool.statements) == 2
+    assert len(lanes.statements) == 2
 
 
 @pytest.mark.asyncio
@@ -120,10 +122,10 @@ async def test_a_live_row_that_finishes_and_is_replaced_between_the_inserts_is_a
         committer.append(asyncio.create_task(commit_once_blocked(tx)))
 
     try:
-        driver, pool = counted_driver(backend, race)
+        driver, lanes = counted_driver(backend, race)
         (answer,) = await driver.enqueue([new_job(idempotency_key=KEY)])
         await asyncio.gather(*committer)
     finally:
         await racer.close()
     assert (answer.job_id, answer.deduped) == (replacement, True)
-    assert len(pool.statements) == 2
+    assert len(lanes.statements) == 2

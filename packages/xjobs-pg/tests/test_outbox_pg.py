@@ -54,6 +54,16 @@ class Log:
     def __call__(self, record: Any) -> None:
         self.queries.append(str(record.query))
 
+    async def taken(self) -> list[str]:
+        """The statements so far: asyncpg calls a logger on the loop turn after its statement."""
+        await asyncio.sleep(0)
+        return self.queries
+
+    async def clear(self) -> None:
+        """Forget the statements so far, the last one's logger call included."""
+        await asyncio.sleep(0)
+        self.queries.clear()
+
 
 class Heard:
     """Every payload a listener got, in order (`None`: re-scan every queue)."""
@@ -274,8 +284,8 @@ async def test_stage_many_on_asyncpg_is_one_statement(schema: str) -> None:
         async with conn.transaction():
             results = await answered(outbox_of(backend).stage_on(conn, rows))
         stage_sql = Statements(quote_schema(schema))["outbox_stage"]
-        assert [q for q in log.queries if q == stage_sql] == [stage_sql]
-        assert [q for q in log.queries if q != stage_sql and "outbox" in q] == []
+        assert [q for q in await log.taken() if q == stage_sql] == [stage_sql]
+        assert [q for q in await log.taken() if q != stage_sql and "outbox" in q] == []
         assert [r.job_id for r in results] == ids(rows)
         assert sorted(ids(await outbox_of(backend).claim("relay-a", 10, LEASE_MS))) == sorted(
             ids(rows)
@@ -343,9 +353,9 @@ async def test_a_claim_is_one_statement_and_takes_the_oldest_staged_first(schema
             staged.append(new_job())
             await outbox.stage([staged[-1]])
             clock.advance(1)
-        log.queries.clear()
+        await log.clear()
         claimed = await outbox.claim("relay-a", 2, LEASE_MS)
-        assert log.queries == [Statements(quote_schema(schema))["outbox_claim"]]
+        assert await log.taken() == [Statements(quote_schema(schema))["outbox_claim"]]
     assert ids(claimed) == ids(staged[:2])
 
 
@@ -382,9 +392,9 @@ async def test_a_claim_of_no_rows_asks_nothing(schema: str) -> None:
     log = Log()
     async with opened(schema, on_query=log) as backend:
         await outbox_of(backend).stage([new_job()])
-        log.queries.clear()
+        await log.clear()
         assert await outbox_of(backend).claim("relay-a", 0, LEASE_MS) == []
-        assert log.queries == []
+        assert await log.taken() == []
 
 
 @pytest.mark.asyncio
@@ -454,9 +464,9 @@ async def test_a_mark_is_one_statement_and_purges_old_published_rows_a_bounded_n
             job = new_job()
             await outbox.stage([job])
             await outbox.claim("relay-a", 10, LEASE_MS)
-            log.queries.clear()
+            await log.clear()
             assert await outbox.mark_published("relay-a", [job.id]) == 1
-            assert log.queries == [Statements(quote_schema(schema))["outbox_mark"]]
+            assert await log.taken() == [Statements(quote_schema(schema))["outbox_mark"]]
 
         clock.advance(OUTBOX_RETENTION_MS)  # not older than the retention yet
         await publish_one()

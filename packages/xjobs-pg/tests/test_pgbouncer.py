@@ -155,8 +155,8 @@ async def test_a_listen_through_transaction_pooling_is_never_proven_and_straight
         pool = await asyncpg.create_pool(
             asyncpg_dsn(direct_postgres_url())[0], min_size=1, max_size=2
         )
+        executor = Executor(pool, Statements(quote_schema(schema)), SystemClock())
         try:
-            executor = Executor(pool, Statements(quote_schema(schema)), SystemClock())
             for url, proven in ((undeclared(bouncer()), False), (direct_postgres_url(), True)):
                 heard.given_up.clear()
                 source = WakeSource()
@@ -174,7 +174,7 @@ async def test_a_listen_through_transaction_pooling_is_never_proven_and_straight
                 finally:
                     await listener.close()
         finally:
-            await pool.close()
+            await executor.close()
             logging.getLogger("xjobs_pg.wake").removeHandler(heard)
 
 

@@ -67,6 +67,16 @@ class Log:
     def __call__(self, record: Any) -> None:
         self.queries.append(str(record.query))
 
+    async def taken(self) -> list[str]:
+        """The statements so far: asyncpg calls a logger on the loop turn after its statement."""
+        await asyncio.sleep(0)
+        return self.queries
+
+    async def clear(self) -> None:
+        """Forget the statements so far, the last one's logger call included."""
+        await asyncio.sleep(0)
+        self.queries.clear()
+
 
 def state_of(backend: Backend) -> SchedulerState:
     assert isinstance(backend.scheduler, PostgresSchedulerState)
@@ -151,12 +161,12 @@ async def test_a_fire_is_one_statement_whether_or_not_it_moves(schema: str) -> N
     async with opened(schema, on_query=log) as backend:
         state = state_of(backend)
         fire_sql = sql_of(schema)["task_fire"]
-        log.queries.clear()
+        await log.clear()
         assert await state.fire("t", None, 1_000, occurrence_job("t", 1_000)) is True
-        assert log.queries == [fire_sql]
-        log.queries.clear()
+        assert await log.taken() == [fire_sql]
+        await log.clear()
         assert await state.fire("t", 500, 2_000, occurrence_job("t", 2_000)) is False
-        assert log.queries == [fire_sql]
+        assert await log.taken() == [fire_sql]
         assert await state.watermarks(["t"]) == {"t": 1_000}
         assert len(await job_ids(schema)) == 1
 
@@ -297,13 +307,13 @@ async def test_a_live_duplicate_committed_during_the_fire_reruns_it_and_records_
         await tx.start()
         enqueue_args = job_arrays([rival])
         await holder.fetch(sql["enqueue"], *enqueue_args, None, [], wake_channel(schema))
-        log.queries.clear()
+        await log.clear()
         firing = asyncio.ensure_future(state.fire("t", None, 1_000, occurrence_job("t", 1_000)))
         await waiting_on_a_lock(sql["task_fire"], 1)
         await tx.commit()
         assert await firing is True
         # the first run could not see the rival and rolled back whole; the second recorded it
-        assert log.queries == [sql["task_fire"], sql["task_fire"]]
+        assert await log.taken() == [sql["task_fire"], sql["task_fire"]]
         assert await job_ids(schema) == [rival.id]
         assert (await state.task_fires())["t"].job_id == rival.id
         assert await state.watermarks(["t"]) == {"t": 1_000}
@@ -371,9 +381,9 @@ async def test_arm_is_a_compare_and_set_that_never_enqueues_or_records(schema: s
     log = Log()
     async with opened(schema, on_query=log) as backend:
         state = state_of(backend)
-        log.queries.clear()
+        await log.clear()
         assert await state.arm("t", None, 100) is True
-        assert log.queries == [sql_of(schema)["task_arm"]]
+        assert await log.taken() == [sql_of(schema)["task_arm"]]
         assert await state.arm("t", None, 200) is False
         assert await state.arm("t", 50, 300) is False
         assert await state.arm("t", 100, 300) is True
@@ -452,9 +462,9 @@ async def test_the_lease_leader_is_exclusive_until_it_lapses_or_is_released(sche
     log = Log()
     async with opened(schema, clock, on_query=log) as a, opened(schema, clock) as b:
         la, lb = leader_of(a), leader_of(b)
-        log.queries.clear()
+        await log.clear()
         assert await la.acquire("alpha", 1_000) is True
-        assert log.queries == [sql_of(schema)["leader_acquire"]]
+        assert await log.taken() == [sql_of(schema)["leader_acquire"]]
         assert await lb.acquire("beta", 1_000) is False
         clock.advance(999)
         assert await la.acquire("alpha", 1_000) is True  # renewed: expires at +1999

@@ -120,7 +120,7 @@ async def open_backend(
 
     async def close() -> None:
         await listener.close()
-        await pool.close()
+        await executor.close()
 
     jobs = PostgresJobDriver(executor, slots)
     return Backend(

@@ -79,7 +79,7 @@ class PostgresJobDriver:
         else:
             name, params = "enqueue_fresh", EnqueueParams(now, jobs, wake, self._wake.channel)
         try:
-            rows = await self._x.pool.fetch(self._x.sql[name], *params.bind())
+            rows = await self._x.lanes.fetch(self._x.sql[name], *params.bind())
         except asyncpg.UniqueViolationError:
             return {}  # never expected (every unique index arbitrates): `enqueue` answers them all
         except Exception as exc:
@@ -126,7 +126,7 @@ class PostgresJobDriver:
             EnqueueParams(now, jobs, self._wake.take(queues), self._wake.channel)
         )
         try:
-            rows = await self._x.pool.fetch(self._x.sql["enqueue_flow"], *params.bind())
+            rows = await self._x.lanes.fetch(self._x.sql["enqueue_flow"], *params.bind())
         except Exception as exc:
             raise interpret_error(exc) from exc
         results: list[EnqueueResult] = []
@@ -140,7 +140,7 @@ class PostgresJobDriver:
 
     async def _enqueue_once(self, jobs: Sequence[NewJob]) -> list[EnqueueResult | None]:
         try:
-            rows = await self._x.pool.fetch(self._x.sql["enqueue"], *self._enqueue(jobs).bind())
+            rows = await self._x.lanes.fetch(self._x.sql["enqueue"], *self._enqueue(jobs).bind())
         except asyncpg.UniqueViolationError:
             # A third publisher raced one id inside this insert's own speculative window (the
             # fast path's id race is seen here, committed): the bound of two inserts is kept.

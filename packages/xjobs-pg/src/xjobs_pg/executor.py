@@ -1,4 +1,4 @@
-"""How the stores reach Postgres: one pool, named statements, the clock parameter, errors translated."""
+"""How the stores reach Postgres: one pool (single statements on its kept lanes), named statements, the clock parameter, errors translated."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import asyncpg
 
 from xjobs.clock import Clock, is_system_clock
 from xjobs_pg.errors import interpret_error
+from xjobs_pg.lanes import Lanes
 from xjobs_pg.params import NO_PARAMS, Params
 from xjobs_pg.sql import Statements
 
@@ -21,22 +22,29 @@ class Executor:
 
     def __init__(self, pool: asyncpg.Pool, statements: Statements, clock: Clock) -> None:
         self.pool = pool
+        # half the pool at most: transactions and the pool's own single statements keep the rest
+        self.lanes = Lanes(pool, keep=pool.get_max_size() // 2)
         self.sql = statements
         self._clock = clock
         self._server_time = is_system_clock(clock)
+
+    async def close(self) -> None:
+        """Hand the kept connections back, then close the pool (which waits for every one)."""
+        await self.lanes.close()
+        await self.pool.close()
 
     def now(self) -> int | None:
         return None if self._server_time else self._clock.now_ms()
 
     async def fetch(self, name: str, params: Params = NO_PARAMS) -> list[asyncpg.Record]:
         try:
-            return await self.pool.fetch(self.sql[name], *params.bind())
+            return await self.lanes.fetch(self.sql[name], *params.bind())
         except Exception as exc:
             raise interpret_error(exc) from exc
 
     async def fetchrow(self, name: str, params: Params = NO_PARAMS) -> asyncpg.Record | None:
         try:
-            return await self.pool.fetchrow(self.sql[name], *params.bind())
+            return await self.lanes.fetchrow(self.sql[name], *params.bind())
         except Exception as exc:
             raise interpret_error(exc) from exc
 
@@ -48,7 +56,7 @@ class Executor:
     async def execute(self, name: str, params: Params = NO_PARAMS) -> int:
         """Run a statement; answers how many rows it touched."""
         try:
-            status = await self.pool.execute(self.sql[name], *params.bind())
+            status = await self.lanes.execute(self.sql[name], *params.bind())
         except Exception as exc:
             raise interpret_error(exc) from exc
         return rows_touched(status)

@@ -61,7 +61,7 @@ class PostgresSchedulerState:
         # job id to record: the statement rolls back whole, and runs once more (as enqueue does).
         for _ in range(2):
             try:
-                row = await self._x.pool.fetchrow(self._x.sql["task_fire"], *fire.bind())
+                row = await self._x.lanes.fetchrow(self._x.sql["task_fire"], *fire.bind())
             except asyncpg.NotNullViolationError as exc:
                 if exc.table_name != "task_fires":
                     raise interpret_error(exc) from exc
