@@ -48,7 +48,7 @@ async def test_statements_reuse_kept_connections_up_to_keep_and_overflow_to_the_
     lanes = Lanes(pool, keep=2)
     assert len(await backends(lanes, 3)) == 3  # the third ran on a pooled connection
     assert lanes.kept == 2
-    again = {row["pid"] for row in [await lanes.fetchrow("select pg_backend_pid() as pid")]}
+    again = {row["pid"] for row in await lanes.fetch("select pg_backend_pid() as pid")}
     assert lanes.kept == 2
     assert again <= await backends(lanes, 2)
     await lanes.close()
@@ -82,7 +82,7 @@ async def test_a_cancelled_statement_hands_its_connection_back(pool: asyncpg.Poo
         async with asyncio.timeout(0.1):
             await lanes.execute("select pg_sleep(5)")
     assert lanes.kept == 0
-    assert (await lanes.fetchrow("select 2 as two") or {})["two"] == 2
+    assert [row["two"] for row in await lanes.fetch("select 2 as two")] == [2]
     await lanes.close()
 
 
