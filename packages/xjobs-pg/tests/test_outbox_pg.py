@@ -28,6 +28,7 @@ from xjobs_pg.outbox import OUTBOX_PURGE_LIMIT, OUTBOX_RETENTION_MS, PostgresOut
 from xjobs_pg.schema import quote_schema, wake_channel
 from xjobs_pg.sql import Statements
 from xjobs_pg.testing import (
+    QueryLog,
     opened,
     schema_structure,
     server_dsn,
@@ -43,26 +44,6 @@ LEASE_MS = 30_000
 HOUR_MS = 3_600_000
 
 dsn = server_dsn
-
-
-class Log:
-    """An asyncpg query logger keeping each statement's text."""
-
-    def __init__(self) -> None:
-        self.queries: list[str] = []
-
-    def __call__(self, record: Any) -> None:
-        self.queries.append(str(record.query))
-
-    async def taken(self) -> list[str]:
-        """The statements so far: asyncpg calls a logger on the loop turn after its statement."""
-        await asyncio.sleep(0)
-        return self.queries
-
-    async def clear(self) -> None:
-        """Forget the statements so far, the last one's logger call included."""
-        await asyncio.sleep(0)
-        self.queries.clear()
 
 
 class Heard:
@@ -278,7 +259,7 @@ async def test_a_stage_writes_to_the_backends_schema_whatever_the_connections_se
 @pytest.mark.asyncio
 async def test_stage_many_on_asyncpg_is_one_statement(schema: str) -> None:
     rows = [new_job() for _ in range(5)]
-    log = Log()
+    log = QueryLog()
     async with opened(schema) as backend, session() as conn:
         conn.add_query_logger(log)
         async with conn.transaction():
@@ -345,7 +326,7 @@ async def test_an_asyncpg_pool_is_not_a_callers_connection(schema: str) -> None:
 @pytest.mark.asyncio
 async def test_a_claim_is_one_statement_and_takes_the_oldest_staged_first(schema: str) -> None:
     clock = ManualClock()
-    log = Log()
+    log = QueryLog()
     async with opened(schema, clock, on_query=log) as backend:
         outbox = outbox_of(backend)
         staged = []
@@ -389,7 +370,7 @@ async def test_a_claim_retakes_a_lapsed_lease(schema: str) -> None:
 
 @pytest.mark.asyncio
 async def test_a_claim_of_no_rows_asks_nothing(schema: str) -> None:
-    log = Log()
+    log = QueryLog()
     async with opened(schema, on_query=log) as backend:
         await outbox_of(backend).stage([new_job()])
         await log.clear()
@@ -452,7 +433,7 @@ async def test_a_mark_is_one_statement_and_purges_old_published_rows_a_bounded_n
     schema: str,
 ) -> None:
     clock = ManualClock()
-    log = Log()
+    log = QueryLog()
     old = [new_job() for _ in range(OUTBOX_PURGE_LIMIT + 3)]
     async with opened(schema, clock, on_query=log) as backend:
         outbox = outbox_of(backend)

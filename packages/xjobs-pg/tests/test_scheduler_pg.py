@@ -27,6 +27,7 @@ from xjobs_pg.scheduler import PostgresSchedulerState
 from xjobs_pg.schema import quote_schema, wake_channel
 from xjobs_pg.sql import Statements
 from xjobs_pg.testing import (
+    QueryLog,
     opened,
     schema_structure,
     server_dsn,
@@ -56,26 +57,6 @@ select to_jsonb(j) as row from {schema}.jobs j where j.name = $1 order by j.idem
 
 
 dsn = server_dsn
-
-
-class Log:
-    """An asyncpg query logger keeping each statement's text."""
-
-    def __init__(self) -> None:
-        self.queries: list[str] = []
-
-    def __call__(self, record: Any) -> None:
-        self.queries.append(str(record.query))
-
-    async def taken(self) -> list[str]:
-        """The statements so far: asyncpg calls a logger on the loop turn after its statement."""
-        await asyncio.sleep(0)
-        return self.queries
-
-    async def clear(self) -> None:
-        """Forget the statements so far, the last one's logger call included."""
-        await asyncio.sleep(0)
-        self.queries.clear()
 
 
 def state_of(backend: Backend) -> SchedulerState:
@@ -157,7 +138,7 @@ async def waiting_on_a_lock(sql: str, count: int) -> None:
 
 @pytest.mark.asyncio
 async def test_a_fire_is_one_statement_whether_or_not_it_moves(schema: str) -> None:
-    log = Log()
+    log = QueryLog()
     async with opened(schema, on_query=log) as backend:
         state = state_of(backend)
         fire_sql = sql_of(schema)["task_fire"]
@@ -298,7 +279,7 @@ async def test_a_fire_whose_job_id_names_a_finished_job_records_that_job(schema:
 async def test_a_live_duplicate_committed_during_the_fire_reruns_it_and_records_that_job(
     schema: str,
 ) -> None:
-    log = Log()
+    log = QueryLog()
     async with opened(schema, on_query=log) as backend, session() as holder:
         state = state_of(backend)
         sql = sql_of(schema)
@@ -378,7 +359,7 @@ async def test_a_fire_wakes_its_queue_as_an_enqueue_does_and_a_refused_fire_neve
 
 @pytest.mark.asyncio
 async def test_arm_is_a_compare_and_set_that_never_enqueues_or_records(schema: str) -> None:
-    log = Log()
+    log = QueryLog()
     async with opened(schema, on_query=log) as backend:
         state = state_of(backend)
         await log.clear()
@@ -459,7 +440,7 @@ async def test_pause_and_resume_answer_the_change_and_keep_the_watermark(schema:
 @pytest.mark.asyncio
 async def test_the_lease_leader_is_exclusive_until_it_lapses_or_is_released(schema: str) -> None:
     clock = ManualClock()
-    log = Log()
+    log = QueryLog()
     async with opened(schema, clock, on_query=log) as a, opened(schema, clock) as b:
         la, lb = leader_of(a), leader_of(b)
         await log.clear()

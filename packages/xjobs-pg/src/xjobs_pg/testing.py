@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -27,6 +28,26 @@ def server_url() -> str:
 def server_dsn() -> str:
     """The test server as asyncpg takes it."""
     return asyncpg_dsn(server_url())[0]
+
+
+class QueryLog:
+    """An asyncpg query logger (`opened(on_query=...)`) keeping each statement's text."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def __call__(self, record: Any) -> None:
+        self.queries.append(str(record.query))
+
+    async def taken(self) -> list[str]:
+        """The statements so far: asyncpg calls a logger on the loop turn after its statement."""
+        await asyncio.sleep(0)
+        return self.queries
+
+    async def clear(self) -> None:
+        """Forget the statements so far, the last one's logger call included."""
+        await asyncio.sleep(0)
+        self.queries.clear()
 
 
 @asynccontextmanager
