@@ -186,7 +186,8 @@ def allowed_per_window(queues: int, window_s: float) -> float:
 
 
 async def one_idle_pass(idle: Idle, queues: tuple[str, ...], worker: xjobs.Worker) -> Counted:
-    """The commands of one claim shaped as the worker's idle pass, for a registry row that exists."""
+    """The commands of one claim shaped as the worker's idle pass, for a registry row that exists,
+    on connections already dialed."""
     registry = idle.backend.workers
     assert registry is not None
     options = worker.options
@@ -200,6 +201,9 @@ async def one_idle_pass(idle: Idle, queues: tuple[str, ...], worker: xjobs.Worke
         options.presence_ttl_ms,
         limit=options.max_in_flight,
     )
+    # once before measuring: the pipeline's connection is dialed (its HELLO) beside the kept one
+    # the announce ran on, so the measured pass counts the pass alone
+    await idle.backend.jobs.claim(claim)
     before = await commandstats(idle.meter)
     result = await idle.backend.jobs.claim(claim)
     counted = await count(idle.meter, before)

@@ -89,7 +89,7 @@ async def open_backend(
     try:
         await executor.load()
     except BaseException:
-        await client.aclose()
+        await executor.close()
         raise
 
     await watch.open()
@@ -102,7 +102,7 @@ async def open_backend(
 
     async def close() -> None:
         await subscriber.close()
-        await client.aclose()
+        await executor.close()
 
     expiry = Expiry()  # the retention policy every settling script reads, once the app keeps one
     events = RedisEventBus(executor, keys)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import ClusterPipeline, RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
@@ -18,6 +19,7 @@ from xjobs.clock import Clock, is_system_clock
 from xjobs.errors import BackendError
 from xjobs_redis.client import Client
 from xjobs_redis.errors import interpret_error
+from xjobs_redis.lanes import ScriptLanes
 from xjobs_redis.scripts import LuaScript, load_scripts
 
 Arg = str | int | float
@@ -54,6 +56,18 @@ class Executor:
         self._clock = clock
         self._server_time = is_system_clock(clock)
         self._scripts = scripts if scripts is not None else load_scripts()
+        # one server's single script calls run on kept connections; a Cluster routes each by key
+        self._lanes = (
+            ScriptLanes(client)
+            if isinstance(client, Redis) and not client.single_connection_client
+            else None
+        )
+
+    async def close(self) -> None:
+        """Hand the kept connections back, then close the client."""
+        if self._lanes is not None:
+            await self._lanes.close()
+        await self.client.aclose()
 
     def now(self) -> str:
         """ARGV[1] of every script: '' for the server's clock, else the injected clock's reading."""
@@ -101,15 +115,20 @@ class Executor:
     async def run(self, call: Call) -> Any:
         """One script call, one round trip (two more after a server restart flushed the scripts)."""
         sha = self._scripts[call.script].sha
-        keys = call.keys
         try:
             try:
-                return await self.client.evalsha(sha, len(keys), *keys, *call.args)
+                return await self._evalsha(sha, call)
             except NoScriptError:
                 await self.load()
-                return await self.client.evalsha(sha, len(keys), *keys, *call.args)
+                return await self._evalsha(sha, call)
         except Exception as exc:
             raise interpret_error(exc) from exc
+
+    async def _evalsha(self, sha: str, call: Call) -> Any:
+        keys = call.keys
+        if self._lanes is not None:
+            return await self._lanes.evalsha(sha, keys, call.args)
+        return await self.client.evalsha(sha, len(keys), *keys, *call.args)
 
     async def batch(self, calls: Sequence[Call | Command]) -> list[Any]:
         """Run `calls` in one pipelined round trip; answers each one's reply, in order.
