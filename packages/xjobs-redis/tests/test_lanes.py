@@ -135,6 +135,45 @@ async def test_a_cancelled_call_drops_its_connection_so_the_next_reply_is_the_ne
 
 
 @pytest.mark.asyncio
+async def test_many_calls_sent_at_once_answer_in_order_each_error_in_its_place(lab: Lab) -> None:
+    async def pipelined() -> list[Any]:
+        raise AssertionError("a free lane runs the batch")
+
+    key = f"{lab.prefix}:counter"
+    replies = await lab.lanes.evalsha_many(
+        [
+            (lab.sha["echo"], (), ("first",)),
+            (lab.sha["fails"], (), ()),
+            ("0" * 40, (), ()),
+            (lab.sha["incr"], (key,), ()),
+        ],
+        pipelined,
+    )
+    assert replies[0] == "first"
+    assert isinstance(replies[1], ResponseError)
+    assert "refused by the script" in str(replies[1])
+    assert isinstance(replies[2], NoScriptError)
+    assert replies[3] == 1
+    assert lab.lanes.kept == 1
+    assert await lab.call("echo", "next") == "next"  # every reply was read: the lane is in step
+
+
+@pytest.mark.asyncio
+async def test_many_calls_on_a_killed_connection_fall_back_to_the_pipeline(lab: Lab) -> None:
+    await lab.call("echo", "warm")
+    (kept,) = await lab.connections()
+    assert await lab.watch.client_kill_filter(_id=str(kept)) == 1
+    fallbacks: list[int] = []
+
+    async def pipelined() -> list[Any]:
+        fallbacks.append(1)
+        return ["from the pipeline"]
+
+    replies = await lab.lanes.evalsha_many([(lab.sha["echo"], (), ("lost",))], pipelined)
+    assert (replies, fallbacks, lab.lanes.kept) == (["from the pipeline"], [1], 0)
+
+
+@pytest.mark.asyncio
 async def test_close_hands_every_kept_connection_back(lab: Lab) -> None:
     await asyncio.gather(*(lab.call("slow", 10_000) for _ in range(2)))
     assert lab.lanes.kept == 2

@@ -153,15 +153,26 @@ class Executor:
 
     async def _send(self, calls: Sequence[Call | Command]) -> list[Any]:
         try:
-            async with self.client.pipeline(transaction=False) as pipe:
-                for call in calls:
-                    if isinstance(call, Call):
-                        sha = self._scripts[call.script].sha
-                        # by name: a cluster pipeline blocks its `evalsha` method, not the command
-                        # (routed by its first key, as a single EVALSHA is)
-                        pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.args)
-                    else:
-                        call(pipe)
-                return list(await pipe.execute(raise_on_error=False))
+            scripts = [
+                (self._scripts[call.script].sha, call.keys, call.args)
+                for call in calls
+                if isinstance(call, Call)
+            ]
+            if self._lanes is not None and len(scripts) == len(calls):  # scripts alone: packed
+                return await self._lanes.evalsha_many(scripts, lambda: self._pipelined(calls))
+            return await self._pipelined(calls)
         except Exception as exc:
             raise interpret_error(exc) from exc
+
+    async def _pipelined(self, calls: Sequence[Call | Command]) -> list[Any]:
+        """`calls` on a redis-py pipeline: each error reply in its place, as `_send` answers."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            for call in calls:
+                if isinstance(call, Call):
+                    sha = self._scripts[call.script].sha
+                    # by name: a cluster pipeline blocks its `evalsha` method, not the command
+                    # (routed by its first key, as a single EVALSHA is)
+                    pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.args)
+                else:
+                    call(pipe)
+            return list(await pipe.execute(raise_on_error=False))

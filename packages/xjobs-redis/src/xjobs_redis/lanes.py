@@ -4,7 +4,7 @@ wrapper, and its `pack_command` some 10 µs more on the arguments' type checks."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from redis.asyncio import Redis
@@ -18,6 +18,8 @@ from xjobs.lanes import Lanes
 KEEP = 16
 
 Arg = str | int | float
+# One EVALSHA: the script's SHA1, its keys, its other arguments.
+Script = tuple[str, Sequence[str], Sequence[Arg]]
 
 
 class _Pool:
@@ -43,7 +45,7 @@ class _Pool:
 
 
 class ScriptLanes:
-    """EVALSHA on up to `KEEP` kept connections of `client`'s pool. A server's error reply
+    """EVALSHA (one, or many sent at once) on up to `KEEP` kept connections of `client`'s pool. A server's error reply
     (NOSCRIPT, a script's own error) leaves the connection ready, so it is kept; a lost
     connection or a timeout hands it back and the call runs the pool's way, with the client's
     retry (as if the lane had been its first attempt; every script tolerates a second run)."""
@@ -69,6 +71,13 @@ class ScriptLanes:
             lambda: self._client.evalsha(sha, len(keys), *keys, *args),
         )
 
+    async def evalsha_many(
+        self, scripts: Sequence[Script], pooled: Callable[[], Awaitable[list[Any]]]
+    ) -> list[Any]:
+        """`scripts` sent at once and their replies read in order, as a pipeline answers them:
+        an error reply in its place, not raised (`pooled`: the pipeline, when no lane is free)."""
+        return await self._lanes.run(lambda conn: _evalsha_many(conn, scripts), pooled)
+
     async def close(self) -> None:
         """Hand every idle kept connection back; one running a call goes back when it ends."""
         await self._lanes.close()
@@ -82,6 +91,21 @@ async def _evalsha(
         pack_evalsha(sha, keys, args, encoder.encoding, encoder.encoding_errors)
     )
     return await conn.read_response()
+
+
+async def _evalsha_many(conn: AbstractConnection, scripts: Sequence[Script]) -> list[Any]:
+    encoder = conn.encoder
+    encoding, errors = encoder.encoding, encoder.encoding_errors
+    await conn.send_packed_command(
+        b"".join(pack_evalsha(sha, keys, args, encoding, errors) for sha, keys, args in scripts)
+    )
+    replies: list[Any] = []
+    for _ in scripts:
+        try:
+            replies.append(await conn.read_response())
+        except ResponseError as exc:  # the reply read whole: the next one follows it
+            replies.append(exc)
+    return replies
 
 
 def pack_evalsha(
