@@ -201,8 +201,8 @@ async def one_idle_pass(idle: Idle, queues: tuple[str, ...], worker: xjobs.Worke
         options.presence_ttl_ms,
         limit=options.max_in_flight,
     )
-    # once before measuring: the pipeline's connection is dialed (its HELLO) beside the kept one
-    # the announce ran on, so the measured pass counts the pass alone
+    # once before measuring: any connection the pass takes is dialed (its HELLO) outside the
+    # count, so the measured pass counts the pass alone
     await idle.backend.jobs.claim(claim)
     before = await commandstats(idle.meter)
     result = await idle.backend.jobs.claim(claim)

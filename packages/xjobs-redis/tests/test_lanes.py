@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import socket
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
-from redis.asyncio.connection import Connection
-from redis.exceptions import DataError, NoScriptError, ResponseError
+from redis.asyncio.connection import Connection, ConnectionPool
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError, DataError, NoScriptError, ResponseError
 
 from xjobs_redis.backend import default_retry
 from xjobs_redis.lanes import ScriptLanes, pack_evalsha
@@ -179,8 +182,65 @@ async def test_close_hands_every_kept_connection_back(lab: Lab) -> None:
     assert lab.lanes.kept == 2
     await lab.lanes.close()
     assert lab.lanes.kept == 0
+    assert not list(lab.client.connection_pool._in_use_connections)  # each one released
     assert await lab.call("echo", "pooled") == "pooled"  # a call after close takes the pool's way
     assert lab.lanes.kept == 0
+
+
+class CountedConnection(Connection):
+    """A connection counting its socket dials."""
+
+    dials = 0
+
+    async def _connect(self) -> None:
+        CountedConnection.dials += 1
+        await super()._connect()  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.asyncio
+async def test_a_dial_that_fails_is_retried_once_by_the_client_not_again_by_the_lane() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    CountedConnection.dials = 0
+    pool = ConnectionPool(
+        port=port,
+        connection_class=CountedConnection,
+        retry=Retry(NoBackoff(), 2),
+        decode_responses=True,
+    )
+    down = Redis(connection_pool=pool)
+    lanes = ScriptLanes(down)
+    try:
+        with pytest.raises(ConnectionError):
+            await lanes.evalsha("f" * 40, (), ())
+        assert CountedConnection.dials == 3  # the client's one try and two retries, no more
+        assert lanes.kept == 0
+    finally:
+        await lanes.close()
+        await down.aclose()
+        await pool.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_a_client_told_not_to_retry_runs_a_call_once(
+    url: str, client: Redis, prefix: str
+) -> None:
+    once = Redis.from_url(url, decode_responses=True, retry=Retry(NoBackoff(), 0))
+    lanes = ScriptLanes(once)
+    key = f"{prefix}:counter"
+    incr = await client.script_load(INCR)
+    try:
+        assert await lanes.evalsha(incr, (key,), ()) == 1
+        (kept,) = [int(c["id"]) for c in await client.client_list() if c["cmd"] == "evalsha"]
+        assert await client.client_kill_filter(_id=str(kept)) == 1
+        with pytest.raises(ConnectionError):  # no fallback to the pool: the client said once
+            await lanes.evalsha(incr, (key,), ())
+        assert await client.get(key) == "1"
+        assert lanes.kept == 0
+    finally:
+        await lanes.close()
+        await once.aclose()
 
 
 @pytest.mark.parametrize(

@@ -67,10 +67,7 @@ class Lanes(Generic[C]):
 
     async def run(self, call: Callable[[C], Awaitable[T]], pooled: Callable[[], Awaitable[T]]) -> T:
         """`call` on a kept connection, or `pooled()` when none is free."""
-        try:
-            conn = await self._take()
-        except self._fall_back_on:  # no connection to be had: the pool's way retries
-            return await pooled()
+        conn = await self._take()  # a dial that fails has had the driver's own retries: it raises
         if conn is None:
             return await pooled()
         try:

@@ -34,30 +34,40 @@ class _Pool:
         return conn
 
     async def release(self, conn: AbstractConnection, *, broken: bool) -> None:
-        if broken:
-            await conn.disconnect()
-        await self._pool.release(conn)
+        try:
+            if broken:
+                await conn.disconnect(nowait=True)
+        finally:
+            await self._pool.release(conn)
 
     def usable(self, conn: AbstractConnection) -> bool:
-        """Always: a connection that lost its server dials again when it sends, and a send that
-        fails takes the pool's way, with its retry."""
-        return True
+        """Not one redis-py marked to reconnect (a server's maintenance notice, redis-py 6+) or
+        to authenticate again with a fresh token: the pool's release would act on either, so it
+        goes back, dropped. A connection that lost its server dials again when it sends."""
+        should_reconnect = getattr(conn, "should_reconnect", None)
+        if should_reconnect is not None and should_reconnect():
+            return False
+        return getattr(conn, "_re_auth_token", None) is None
 
 
 class ScriptLanes:
-    """EVALSHA (one, or many sent at once) on up to `KEEP` kept connections of `client`'s pool. A server's error reply
-    (NOSCRIPT, a script's own error) leaves the connection ready, so it is kept; a lost
-    connection or a timeout hands it back and the call runs the pool's way, with the client's
-    retry (as if the lane had been its first attempt; every script tolerates a second run)."""
+    """EVALSHA (one, or many sent at once) on up to `KEEP` kept connections of `client`'s pool.
+    A server's error reply (NOSCRIPT, a script's own error) leaves the connection ready, so it is
+    kept; a lost connection or a timeout hands it back and, when the client retries at all, the
+    call runs the pool's way with the client's retry (the lane was one attempt more before those;
+    every script tolerates a second run)."""
 
     def __init__(self, client: Redis) -> None:
         pool = client.connection_pool
+        retry: Any = pool.connection_kwargs.get("retry")  # redis-py's sync or asyncio Retry
+        retries = int(retry.get_retries()) if retry is not None else 0
         self._client = client
         self._lanes: Lanes[AbstractConnection] = Lanes(
             _Pool(pool),
             min(KEEP, pool.max_connections // 2),
             kept_on=(ResponseError,),
-            fall_back_on=(ConnectionError, TimeoutError),
+            # a client told not to retry runs a call once, on its lane or the pool
+            fall_back_on=(ConnectionError, TimeoutError) if retries > 0 else (),
         )
 
     @property
