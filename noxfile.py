@@ -23,6 +23,7 @@ nox.options.sessions = [
     "parity",
     "parity-pgbouncer",
     "parity-redis-cluster",
+    "parity-redis-floor",
     "faults",
 ]
 nox.options.reuse_venv = "yes"
@@ -237,6 +238,20 @@ def parity_pgbouncer(session: nox.Session) -> None:
         "XJOBS_REQUIRE_SERVERS": os.environ.get("XJOBS_REQUIRE_SERVERS", ""),
     }
     session.run("python", "-m", "pytest", *restarts, "-k", "not redis", *session.posargs, env=env)
+
+
+# The lowest redis-py xjobs-redis declares (packages/xjobs-redis/pyproject.toml).
+REDIS_FLOOR = "redis==5.3.0"
+
+
+@nox.session(name="parity-redis-floor")
+def parity_redis_floor(session: nox.Session) -> None:
+    """The Redis parity suite on the lowest redis-py xjobs-redis declares, not the locked one:
+    the driver reaches into redis-py's connections (its lanes), whose API moved between 5 and 8."""
+    _sync(session, "--package", "xjobs-redis", "--no-default-groups")
+    session.install(_locked("pytest"), REDIS_FLOOR)
+    session.run("python", "-c", "import redis; print('redis-py', redis.__version__)")
+    _parity_suite(session, "redis")
 
 
 @nox.session(name="parity-redis-cluster")

@@ -59,8 +59,7 @@ class ScriptLanes:
 
     def __init__(self, client: Redis) -> None:
         pool = client.connection_pool
-        retry: Any = pool.connection_kwargs.get("retry")  # redis-py's sync or asyncio Retry
-        retries = int(retry.get_retries()) if retry is not None else 0
+        retries = _retries(pool.connection_kwargs.get("retry"))
         self._client = client
         self._lanes: Lanes[AbstractConnection] = Lanes(
             _Pool(pool),
@@ -91,6 +90,15 @@ class ScriptLanes:
     async def close(self) -> None:
         """Hand every idle kept connection back; one running a call goes back when it ends."""
         await self._lanes.close()
+
+
+def _retries(retry: Any) -> int:
+    """How many times the client's `Retry` retries a call: `get_retries()` from redis-py 6, the
+    attribute it reads on 5.3, none without a `Retry`."""
+    if retry is None:
+        return 0
+    get_retries = getattr(retry, "get_retries", None)
+    return int(get_retries() if get_retries is not None else retry._retries)
 
 
 async def _evalsha(
