@@ -6,7 +6,7 @@ so leases never depend on a worker's clock; an injected test clock passes its re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,10 +19,9 @@ from xjobs.clock import Clock, is_system_clock
 from xjobs.errors import BackendError
 from xjobs_redis.client import Client
 from xjobs_redis.errors import interpret_error
+from xjobs_redis.lanes import Arg as Arg
 from xjobs_redis.lanes import ScriptLanes
 from xjobs_redis.scripts import LuaScript, load_scripts
-
-Arg = str | int | float
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,9 +125,13 @@ class Executor:
 
     async def _evalsha(self, sha: str, call: Call) -> Any:
         keys = call.keys
+
+        def pooled() -> Awaitable[Any]:
+            return self.client.evalsha(sha, len(keys), *keys, *call.args)
+
         if self._lanes is not None:
-            return await self._lanes.evalsha(sha, keys, call.args)
-        return await self.client.evalsha(sha, len(keys), *keys, *call.args)
+            return await self._lanes.evalsha(sha, keys, call.args, pooled)
+        return await pooled()
 
     async def batch(self, calls: Sequence[Call | Command]) -> list[Any]:
         """Run `calls` in one pipelined round trip; answers each one's reply, in order.
@@ -153,13 +156,14 @@ class Executor:
 
     async def _send(self, calls: Sequence[Call | Command]) -> list[Any]:
         try:
-            scripts = [
-                (self._scripts[call.script].sha, call.keys, call.args)
-                for call in calls
-                if isinstance(call, Call)
-            ]
-            if self._lanes is not None and len(scripts) == len(calls):  # scripts alone: packed
-                return await self._lanes.evalsha_many(scripts, lambda: self._pipelined(calls))
+            if self._lanes is not None:
+                scripts = [
+                    (self._scripts[call.script].sha, call.keys, call.args)
+                    for call in calls
+                    if isinstance(call, Call)
+                ]
+                if len(scripts) == len(calls):  # scripts alone: packed on a lane
+                    return await self._lanes.evalsha_many(scripts, lambda: self._pipelined(calls))
             return await self._pipelined(calls)
         except Exception as exc:
             raise interpret_error(exc) from exc

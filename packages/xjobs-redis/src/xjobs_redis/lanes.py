@@ -60,7 +60,6 @@ class ScriptLanes:
     def __init__(self, client: Redis) -> None:
         pool = client.connection_pool
         retries = _retries(pool.connection_kwargs.get("retry"))
-        self._client = client
         self._lanes: Lanes[AbstractConnection] = Lanes(
             _Pool(pool),
             min(KEEP, pool.max_connections // 2),
@@ -74,11 +73,15 @@ class ScriptLanes:
         """The connections taken from the pool and kept: idle, or running a call."""
         return self._lanes.kept
 
-    async def evalsha(self, sha: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
-        return await self._lanes.run(
-            lambda conn: _evalsha(conn, sha, keys, args),
-            lambda: self._client.evalsha(sha, len(keys), *keys, *args),
-        )
+    async def evalsha(
+        self,
+        sha: str,
+        keys: Sequence[str],
+        args: Sequence[Arg],
+        pooled: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        """One script call (`pooled`: the client's own EVALSHA, when no lane is free)."""
+        return await self._lanes.run(lambda conn: _evalsha(conn, sha, keys, args), pooled)
 
     async def evalsha_many(
         self, scripts: Sequence[Script], pooled: Callable[[], Awaitable[list[Any]]]
