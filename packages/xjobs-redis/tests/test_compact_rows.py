@@ -3,6 +3,7 @@ defaults in, and a HASH the previous layout wrote (every column stored) still ru
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -16,7 +17,7 @@ from xjobs.contract.introspection import JobFilter
 from xjobs.testing import rows
 from xjobs_redis.driver import RedisJobDriver
 from xjobs_redis.keys import Keys
-from xjobs_redis.rows import JOB_DEFAULTS, SHORT_FIELDS, stored_columns
+from xjobs_redis.rows import CLAIMED_FIELDS, JOB_DEFAULTS, SHORT_FIELDS, claimed_job, stored_columns
 from xjobs_redis.scripts import LIBRARY, lua_names, read_lua
 
 QUEUE = "compact"
@@ -53,6 +54,25 @@ def test_a_short_field_wins_over_its_older_twin_in_either_order() -> None:
     assert stored_columns({"name": "old_layout", "created_at_ms": "1"}, "j", "q")["name"] == (
         "old_layout"
     )
+
+
+def test_a_claimed_job_is_read_in_the_claim_replys_field_order() -> None:
+    # each field a value of its own, so a field read from the wrong place shows
+    numbers = {"priority", "attempt", "max_attempts", "claims", "lease_until_ms", "created_at_ms"}
+    reply = [
+        str(10 + n) if field in numbers or field == "run_at_ms" else f"<{field}>"
+        for n, field in enumerate(CLAIMED_FIELDS)
+    ]
+    reply[CLAIMED_FIELDS.index("dead_letter")] = "1"
+    job, due_at_ms = claimed_job(json.dumps(reply), "w-1")
+    assert due_at_ms == job.due_at_ms == 10 + CLAIMED_FIELDS.index("run_at_ms")
+    assert job.worker_id == "w-1"
+    assert job.dead_letter is True
+    for n, field in enumerate(CLAIMED_FIELDS):
+        if field in numbers:
+            assert getattr(job, field) == 10 + n, field
+        elif field not in ("dead_letter", "run_at_ms"):
+            assert getattr(job, field) == f"<{field}>", field
 
 
 @pytest.mark.asyncio

@@ -145,28 +145,47 @@ def _opt_int(value: Any) -> int | None:
 
 def claimed_job(packed: str, worker_id: str) -> tuple[ClaimedJob, int]:
     """A claimed job from `claim.lua`'s reply (one JSON array of `CLAIMED_FIELDS` a job), with
-    its run_at (for the claim order across queues)."""
-    row = dict(zip(CLAIMED_FIELDS, json.loads(packed), strict=True))
+    its run_at (for the claim order across queues). Unpacked in `CLAIMED_FIELDS`' order, not
+    zipped into a mapping first: this runs once per claimed job."""
+    (
+        job_id,
+        run_id,
+        name,
+        queue,
+        tenant_id,
+        payload,
+        priority,
+        attempt,
+        max_attempts,
+        dead_letter,
+        claims,
+        lease_until_ms,
+        enqueued_by,
+        traceparent,
+        created_at_ms,
+        run_at_ms,
+    ) = json.loads(packed)
+    due_at_ms = int(run_at_ms)
     job = ClaimedJob(
-        id=row["id"],
-        run_id=row["run_id"],
-        name=row["name"],
-        queue=row["queue"],
-        tenant_id=row["tenant_id"],
-        payload=row["payload"],
-        priority=_int(row["priority"]),
-        attempt=_int(row["attempt"]),
-        max_attempts=_int(row["max_attempts"]),
-        dead_letter=row["dead_letter"] == "1",
-        claims=_int(row["claims"]),
+        id=job_id,
+        run_id=run_id,
+        name=name,
+        queue=queue,
+        tenant_id=tenant_id,
+        payload=payload,
+        priority=int(priority),
+        attempt=int(attempt),
+        max_attempts=int(max_attempts),
+        dead_letter=dead_letter == "1",
+        claims=int(claims),
         worker_id=worker_id,
-        lease_until_ms=_int(row["lease_until_ms"]),
-        enqueued_by=row["enqueued_by"],
-        traceparent=row["traceparent"],
-        created_at_ms=_int(row["created_at_ms"]),
-        due_at_ms=_int(row["run_at_ms"]),
+        lease_until_ms=int(lease_until_ms),
+        enqueued_by=enqueued_by,
+        traceparent=traceparent,
+        created_at_ms=int(created_at_ms),
+        due_at_ms=due_at_ms,
     )
-    return job, _int(row["run_at_ms"])
+    return job, due_at_ms
 
 
 def buried_job(fields: Sequence[Any]) -> BuriedJob:

@@ -195,9 +195,12 @@ local OPTIONAL_COLUMNS = {
 -- score is its run_at, its created_at; ties by id), so only the others enter `created`: a plain
 -- enqueue costs no index entry for the operator's lists. Answers {id, run_id, inserted}.
 local function enqueue_row(job, ready, delayed, live, created, row, now)
-  local run_id = jfield(job, 'run_id') -- every job stores it; the id is the key's
-  if run_id then
-    return {row.id, run_id, 0}
+  -- EXISTS first: a fresh id (the common case) costs no read of the HASH's fields
+  if redis.call('EXISTS', job) == 1 then
+    local run_id = jfield(job, 'run_id') -- every job stores it; the id is the key's
+    if run_id then
+      return {row.id, run_id, 0}
+    end
   end
   -- the namespace taken first, in one call when it is free (a plain enqueue's case)
   local namespace = row_namespace(row)
