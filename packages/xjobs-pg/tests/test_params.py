@@ -48,6 +48,7 @@ from xjobs_pg.params import (
     RelayClaimParams,
     RequeueParams,
     StageParams,
+    UnwatchParams,
     WatchParams,
 )
 from xjobs_pg.purge import PURGE_COUNT_ARITY, PurgeParams
@@ -165,7 +166,9 @@ SAMPLES: dict[str, Params] = {
     "outbox_mark": MarkParams(NOW, "relay-1", [JOB.id], 1_000, 10),
     "outbox_pending": NO_PARAMS,
     "result_read": One(JOB.id),
-    "result_watch": WatchParams(JOB.id, "channel"),
+    "result_watch": WatchParams(JOB.id, "token-1", "channel", NOW, 60_000),
+    "result_state": One(JOB.id),
+    "result_unwatch": UnwatchParams(JOB.id, "token-1"),
     "webhook_record": RecordParams(WEBHOOK_ATTEMPT, LedgerPolicy(disable_after=3, keep=10)),
     "webhook_state": One("endpoint-1"),
     "webhook_enable": One("endpoint-1"),

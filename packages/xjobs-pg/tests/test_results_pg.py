@@ -1,5 +1,6 @@
 """Postgres results beyond the parity suite: the notify rule (only a watched job's finish
-notifies, once), the prompt wake of a waiter, and the version 6 upgrade."""
+notifies, once), the prompt wake of a waiter, a watch that leaves the job row to a racing claim,
+and the version 6 upgrade."""
 
 from __future__ import annotations
 
@@ -45,9 +46,10 @@ async def claimed(backend: Backend, n: int = 1) -> list[Claim]:
 
 
 async def watch(conn: asyncpg.Connection, schema: str, job_id: str) -> None:
-    """Flag a job watched as `wait` does, from a test session (no waiter of the backend)."""
+    """Register a watch of a job as `wait` does, from a test session (no waiter of the backend)."""
     sql = Statements(quote_schema(schema))["result_watch"]
-    assert await conn.fetchrow(sql, *WatchParams(job_id, settled_channel(schema)).bind())
+    params = WatchParams(job_id, "test-watch", settled_channel(schema), None, 60_000)
+    await conn.execute(sql, *params.bind())
 
 
 async def heard_on(conn: asyncpg.Connection, schema: str) -> asyncio.Queue[str]:
@@ -108,18 +110,88 @@ async def test_the_claims_burial_of_a_watched_job_notifies(backend: Backend, sch
 
 
 @pytest.mark.asyncio
-async def test_a_requeue_clears_the_result_and_the_watch(backend: Backend, schema: str) -> None:
-    (claim,) = await claimed(backend)
+async def test_a_job_an_older_release_flagged_notifies_and_a_requeue_clears_the_flag(
+    backend: Backend, schema: str
+) -> None:
+    first, second = await claimed(backend, 2)
+    table = f"{quote_schema(schema)}.jobs"
     async with session() as conn:
-        await watch(conn, schema, claim.job_id)
-        assert await results_of(backend).complete(claim, '"x"') is True
-        assert (await backend.jobs.requeue(claim.job_id)).status == "done"
+        heard = await heard_on(conn, schema)
+        for claim in (first, second):  # the watched column, as a version 7-12 waiter set it
+            await conn.execute(
+                f"update {table} set watched = $2 where id = $1",
+                claim.job_id,
+                settled_channel(schema),
+            )
+        assert await backend.jobs.ack(first) is True
+        assert await drained(heard) == [first.job_id]
+        assert await results_of(backend).complete(second, '"x"') is True
+        assert (await backend.jobs.requeue(second.job_id)).status == "done"
         row = await conn.fetchrow(
-            f"select result, watched from {quote_schema(schema)}.jobs where id = $1",
-            claim.job_id,
+            f"select result, watched from {table} where id = $1", second.job_id
         )
     assert row is not None
     assert (row["result"], row["watched"]) == (None, None)
+
+
+@pytest.mark.asyncio
+async def test_a_watch_in_flight_leaves_the_job_to_a_racing_claim(
+    backend: Backend, schema: str
+) -> None:
+    # A claim skips a row another statement holds locked: a watch that wrote the job row made
+    # the claim that raced it (both follow the enqueue at once) miss the job until its next poll.
+    await backend.jobs.enqueue([job := new_job(queue=QUEUE)])
+    async with session() as conn, conn.transaction():
+        await watch(conn, schema, job.id)
+        state = Statements(quote_schema(schema))["result_state"]
+        assert await conn.fetchval(state, job.id) == "ready"
+        claimed_now = await backend.jobs.claim(ClaimOptions("worker-a", {QUEUE: 1}, 30_000))
+    assert [j.id for j in claimed_now.jobs] == [job.id]
+
+
+@pytest.mark.asyncio
+async def test_a_finish_in_flight_as_the_watch_lands_is_read_once_it_commits(
+    backend: Backend, schema: str
+) -> None:
+    # A finishing statement that began before the watch was committed saw no watcher and will
+    # notify nothing: the waiter's read of the state waits for its commit and answers it.
+    (claim,) = await claimed(backend)
+    results = results_of(backend)
+    async with session() as conn:
+        finishing = conn.transaction()
+        await finishing.start()
+        await conn.execute(
+            f"update {quote_schema(schema)}.jobs set state = 'completed', finished_at_ms = 1, "
+            "lease_until_ms = null where id = $1",
+            claim.job_id,
+        )
+        started = time.monotonic()
+        waiting = asyncio.create_task(results.wait(claim.job_id, 20_000))
+        await asyncio.sleep(QUIET_S)
+        assert not waiting.done()
+        await finishing.commit()
+        await asyncio.wait_for(waiting, timeout=5)
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.asyncio
+async def test_a_wait_deletes_its_watch_and_a_watch_left_behind_expires(
+    backend: Backend, schema: str
+) -> None:
+    (claim,) = await claimed(backend)
+    watches = f"{quote_schema(schema)}.result_watches"
+    await results_of(backend).wait(claim.job_id, 50)  # the job runs on: the wait times out
+    async with session() as conn:
+        assert await conn.fetchval(f"select count(*) from {watches}") == 0
+        # the watch of a process that died waiting, expired
+        await conn.execute(
+            f"insert into {watches} (job_id, token, channel, expires_at_ms) "
+            "values ($1, 'left', 'c', 0)",
+            claim.job_id,
+        )
+        await watch(conn, schema, claim.job_id)
+        tokens = [row["token"] for row in await conn.fetch(f"select token from {watches}")]
+    assert tokens == ["test-watch"]
 
 
 @pytest.mark.asyncio

@@ -44,6 +44,7 @@ TABLES = (
     "outbox",
     "pauses",
     "rates",
+    "result_watches",
     "schema_version",
     "steps",
     "task_fires",

@@ -268,13 +268,28 @@ class RequeueParams:
 
 @dataclass(frozen=True, slots=True)
 class WatchParams:
-    """`result_watch`: $1 job id, $2 the channel its finishing statement notifies."""
+    """`result_watch`: $1 job id, $2 the waiting call's token, $3 the channel its finishing
+    statement notifies, $4 now (`None`: the server clock), $5 how long the row outlives now."""
 
     job_id: str
+    token: str
     channel: str
+    now_ms: int | None
+    ttl_ms: int
 
     def bind(self) -> Bound:
-        return (self.job_id, self.channel)
+        return (self.job_id, self.token, self.channel, self.now_ms, self.ttl_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class UnwatchParams:
+    """`result_unwatch`: $1 job id, $2 the waiting call's token."""
+
+    job_id: str
+    token: str
+
+    def bind(self) -> Bound:
+        return (self.job_id, self.token)
 
 
 # -- outbox.sql ------------------------------------------------------------------------------------

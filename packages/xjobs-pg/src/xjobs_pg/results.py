@@ -2,23 +2,34 @@
 
 `complete` is the ack statement with the result written in its update: one fenced statement,
 counted as an ack; a body that returns `None` goes through the plain ack. `wait` makes sure the
-backend's `LISTEN` session is proven, then flags the job watched (`result_watch`: one update, of a
-live job only; a finished job answers at once). Only a watched job's finishing statement (ack,
-complete, a terminal nack, cancel, the claim's burial) notifies, with the job id on the
-`<schema>_settled` channel. The timeout is the fallback: a notification lost to a re-dial costs
-latency only, as the caller reads again.
+backend's `LISTEN` session is proven, then registers the call as a watcher of the job
+(`result_watch`: a row of `result_watches`, never a write of the job row, which a claim racing it
+would skip the job for) and reads the job's state (`result_state`: a finished job answers at
+once). Only a watched job's finishing statement (ack, complete, a terminal nack, cancel, the
+claim's burial) notifies, with the job id on the `<schema>_settled` channel; the watch goes when
+the wait ends. The timeout is the fallback: a notification lost to a re-dial costs latency only,
+as the caller reads again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import secrets
 import uuid
 
 from xjobs.contract.driver import Claim
 from xjobs.contract.results import StoredResult
 from xjobs_pg.executor import Executor
-from xjobs_pg.params import CompleteParams, One, WatchParams
+from xjobs_pg.params import CompleteParams, One, UnwatchParams, WatchParams
 from xjobs_pg.wake import WakeListener
+
+log = logging.getLogger("xjobs_pg.results")
+
+# A watch row outlives its wait by this much; one left by a process that died waiting is then
+# swept by the next watch.
+WATCH_MARGIN_MS = 60_000
+LIVE_STATES = frozenset({"ready", "running", "waiting"})
 
 
 class SettleWaiters:
@@ -78,13 +89,19 @@ class PostgresResults:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout_ms, 0) / 1000
         waiter = self._waiters.add(key)
+        token = ""
         try:
-            # Listening (proven) before the flag: a finish after the flag is never missed.
+            # Listening (proven) before the watch: a finish after the watch is never missed.
             if not await self._listener.until_live(deadline - loop.time()):
                 return  # no proven session in time: the caller reads again (the poll fallback)
-            row = await self._x.fetchrow("result_watch", WatchParams(key, self._channel))
-            if row is None:
-                return  # finished (or gone) before the flag: nothing will notify
+            token = secrets.token_hex(8)
+            ttl_ms = max(timeout_ms, 0) + WATCH_MARGIN_MS
+            await self._x.execute(
+                "result_watch", WatchParams(key, token, self._channel, self._x.now(), ttl_ms)
+            )
+            row = await self._x.fetchrow("result_state", One(key))
+            if row is None or row["state"] not in LIVE_STATES:
+                return  # finished (or gone) before the watch: nothing will notify
             left = deadline - loop.time()
             if left > 0:
                 try:
@@ -94,6 +111,15 @@ class PostgresResults:
                     pass
         finally:
             self._waiters.drop(key, waiter)
+            if token:
+                await self._unwatch(key, token)
+
+    async def _unwatch(self, key: str, token: str) -> None:
+        """Delete the call's watch row; one that stays (the store did not answer) expires."""
+        try:
+            await self._x.execute("result_unwatch", UnwatchParams(key, token))
+        except Exception:
+            log.debug("jobs.results.unwatch-failed", extra={"job_id": key}, exc_info=True)
 
 
 def _job_key(job_id: str) -> str | None:

@@ -428,3 +428,22 @@ create table if not exists {schema}.webhook_attempts (
 
 insert into {schema}.schema_version (singleton, version) values (true, 12)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);
+
+-- Version 13, the result waiters watches (sql/results.sql): a row per waiting call, apart from
+-- the job row, which a watch then never locks (a claim skips a locked row). A finishing
+-- statement notifies the channel of a watched job (settle.sql watcher_of). A wait deletes its
+-- row when it ends, and an expired row, left by a process that died waiting, goes with the next
+-- watch. jobs.watched, which version 7 added for the same end, is still read for the rows an
+-- older release flagged.
+create table if not exists {schema}.result_watches (
+    job_id uuid not null,
+    token text not null,
+    channel text not null,
+    expires_at_ms bigint not null,
+    primary key (job_id, token)
+);
+
+create index if not exists result_watches_expiry on {schema}.result_watches (expires_at_ms);
+
+insert into {schema}.schema_version (singleton, version) values (true, 13)
+    on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);

@@ -1,13 +1,22 @@
 -- Every settle is fenced on state running AND the claim (claimed_by, claims): a write from a
 -- worker whose claim moved on updates nothing, and the driver reports that it did not land.
 
+-- fragment: watcher_of
+-- The channel a result waiter watches the job of alias j on (results.sql result_watch), or null:
+-- a row of result_watches, read only when the table holds any row (an InitPlan, once a
+-- statement), or the watched column an older release set on the job row itself.
+coalesce(j.watched,
+         case when (select exists (select 1 from {schema}.result_watches))
+              then (select w.channel from {schema}.result_watches w where w.job_id = j.id limit 1)
+         end)
+
 -- fragment: tell_watcher
 -- A column of the RETURNING list of a statement that may finish jobs (alias j, its new values):
--- a job that finished and whose result waiter set watched notifies that channel with its id.
+-- a job that finished and that a result waiter watches notifies that channel with its id.
 -- An unwatched job notifies nothing, so its commit never queues on the notify lock. A watched
 -- job finishes once (every finishing statement is fenced on a live state), so it notifies once.
-case when j.watched is not null and j.finished_at_ms is not null
-     then pg_notify(j.watched, j.id::text) end as told
+case when j.finished_at_ms is not null and {watcher_of} is not null
+     then pg_notify({watcher_of}, j.id::text) end as told
 
 -- fragment: ack_open
 -- The ack up to the end of its SET list: complete adds its result there.
