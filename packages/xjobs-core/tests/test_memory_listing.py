@@ -70,3 +70,17 @@ def test_keys_stay_in_order_through_appends_inserts_and_removals_of_the_oldest()
     keys.discard((10**9, "absent"))
     assert list(keys.ascending()) == sorted(added + odd)[CHUNK:]
     assert len(keys) == 2 * CHUNK
+
+
+def test_count_after_answers_from_either_side_of_the_key() -> None:
+    keys = Keys()
+    kept = [(n, f"id-{n:06}") for n in range(0, 12 * CHUNK, 3)]
+    for key in kept:
+        keys.add(key)
+    for key in kept[: CHUNK // 2]:
+        keys.discard(key)  # a first chunk shorter than the rest
+    kept = kept[CHUNK // 2 :]
+    probes = [(-1, ""), kept[0], kept[len(kept) // 3], kept[len(kept) // 2], kept[-2], kept[-1]]
+    probes += [(kept[len(kept) // 4][0] + 1, ""), (10**9, "")]
+    for probe in probes:
+        assert keys.count_after(probe) == sum(1 for key in kept if key > probe), probe

@@ -81,12 +81,17 @@ class Keys:
         return self._chunks[0][0]
 
     def count_after(self, key: Key) -> int:
-        """How many keys are greater than `key`."""
+        """How many keys are greater than `key`, summing the chunks on the shorter side of it (a
+        count of jobs due after now finds them near the front: a few chunks, not all)."""
+        chunks = self._chunks
         at = bisect_right(self._maxes, key)
-        if at == len(self._chunks):
+        if at == len(chunks):
             return 0
-        after = len(self._chunks[at]) - bisect_right(self._chunks[at], key)
-        return after + sum(len(chunk) for chunk in self._chunks[at + 1 :])
+        after = len(chunks[at]) - bisect_right(chunks[at], key)
+        if at < len(chunks) // 2:
+            before = sum(len(chunks[n]) for n in range(at)) + len(chunks[at]) - after
+            return self._len - before
+        return after + sum(len(chunks[n]) for n in range(at + 1, len(chunks)))
 
     def ascending(self) -> Iterator[Key]:
         """Every key, smallest first."""
