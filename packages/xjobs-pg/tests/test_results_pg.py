@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from xjobs.contract.backend import Backend
-from xjobs.contract.driver import Claim, ClaimOptions
+from xjobs.contract.driver import BatchAck, Claim, ClaimOptions
 from xjobs.contract.results import ResultStore
 from xjobs.run.settle import ending, retrying
 from xjobs.testing.rows import new_job
@@ -172,6 +172,65 @@ async def test_a_finish_in_flight_as_the_watch_lands_is_read_once_it_commits(
         await finishing.commit()
         await asyncio.wait_for(waiting, timeout=5)
     assert time.monotonic() - started < 5
+
+
+async def watch_rows(schema: str) -> int:
+    async with session() as conn:
+        count = await conn.fetchval(f"select count(*) from {quote_schema(schema)}.result_watches")
+    assert isinstance(count, int)
+    return count
+
+
+async def until_watched(schema: str) -> None:
+    for _ in range(200):
+        if await watch_rows(schema):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the wait registered no watch")
+
+
+@pytest.mark.asyncio
+async def test_ack_many_notifies_each_watched_job_once(backend: Backend, schema: str) -> None:
+    watched, unwatched = await claimed(backend, 2)
+    async with session() as conn:
+        heard = await heard_on(conn, schema)
+        await watch(conn, schema, watched.job_id)
+        assert isinstance(backend.jobs, BatchAck)
+        assert await backend.jobs.ack_many([watched, unwatched]) == [True, True]
+        assert await drained(heard) == [watched.job_id]
+
+
+@pytest.mark.asyncio
+async def test_a_finish_that_notified_no_one_is_found_by_the_read_again(
+    backend: Backend, schema: str
+) -> None:
+    # A finishing statement whose snapshot predates the watch sees no watcher and notifies no
+    # one; here it takes the row only after the waiter's first read, so nothing makes that read
+    # wait. The read again a moment into the wait finds it, long before the wait's own end.
+    (claim,) = await claimed(backend)
+    started = time.monotonic()
+    waiting = asyncio.create_task(results_of(backend).wait(claim.job_id, 20_000))
+    await until_watched(schema)
+    async with session() as conn:
+        await conn.execute(
+            f"update {quote_schema(schema)}.jobs set state = 'completed', finished_at_ms = 1, "
+            "lease_until_ms = null where id = $1",
+            claim.job_id,
+        )
+    await asyncio.wait_for(waiting, timeout=5)
+    assert time.monotonic() - started < 5
+    assert await watch_rows(schema) == 0
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_wait_deletes_its_watch(backend: Backend, schema: str) -> None:
+    (claim,) = await claimed(backend)
+    waiting = asyncio.create_task(results_of(backend).wait(claim.job_id, 20_000))
+    await until_watched(schema)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert await watch_rows(schema) == 0
 
 
 @pytest.mark.asyncio

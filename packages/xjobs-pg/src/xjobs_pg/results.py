@@ -3,12 +3,14 @@
 `complete` is the ack statement with the result written in its update: one fenced statement,
 counted as an ack; a body that returns `None` goes through the plain ack. `wait` makes sure the
 backend's `LISTEN` session is proven, then registers the call as a watcher of the job
-(`result_watch`: a row of `result_watches`, never a write of the job row, which a claim racing it
-would skip the job for) and reads the job's state (`result_state`: a finished job answers at
-once). Only a watched job's finishing statement (ack, complete, a terminal nack, cancel, the
+(`result_watch`: a row of `result_watches`; the job row is not updated, so no claim racing the
+watch skips a ready job for it) and reads the job's state (`result_state`: a finished job answers
+at once). Only a watched job's finishing statement (ack, complete, a terminal nack, cancel, the
 claim's burial) notifies, with the job id on the `<schema>_settled` channel; the watch goes when
-the wait ends. The timeout is the fallback: a notification lost to a re-dial costs latency only,
-as the caller reads again.
+the wait ends. A finishing statement whose snapshot predates the watch sees no watcher: the
+waiter reads the state again `RECHECK_S` into its wait, so such a finish costs that long, not the
+whole wait. The timeout is the last fallback: a notification lost to a re-dial costs latency
+only, as the caller reads again.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ log = logging.getLogger("xjobs_pg.results")
 # A watch row outlives its wait by this much; one left by a process that died waiting is then
 # swept by the next watch.
 WATCH_MARGIN_MS = 60_000
+# Into a wait, the state is read once more: a finish whose statement began before the watch
+# landed notifies no one, and is found then.
+RECHECK_S = 0.05
+# The delete of a watch row is given this long (a wait that ends, or is cancelled, with the pool
+# exhausted does not hang on it); a row it leaves expires.
+UNWATCH_TIMEOUT_S = 1.0
 LIVE_STATES = frozenset({"ready", "running", "waiting"})
 
 
@@ -99,25 +107,34 @@ class PostgresResults:
             await self._x.execute(
                 "result_watch", WatchParams(key, token, self._channel, self._x.now(), ttl_ms)
             )
-            row = await self._x.fetchrow("result_state", One(key))
-            if row is None or row["state"] not in LIVE_STATES:
+            if not await self._live(key):
                 return  # finished (or gone) before the watch: nothing will notify
-            left = deadline - loop.time()
-            if left > 0:
+            for slice_s in (RECHECK_S, None):
+                left = deadline - loop.time()
+                if left <= 0:
+                    return
                 try:
-                    async with asyncio.timeout(left):
-                        await waiter
+                    async with asyncio.timeout(left if slice_s is None else min(slice_s, left)):
+                        await asyncio.shield(waiter)
+                    return
                 except TimeoutError:
-                    pass
+                    if slice_s is not None and not await self._live(key):
+                        return  # a finish that began before the watch: it notified no one
         finally:
             self._waiters.drop(key, waiter)
             if token:
                 await self._unwatch(key, token)
 
+    async def _live(self, key: str) -> bool:
+        """Whether the job is still live (`result_state`: waits out a finish holding its row)."""
+        row = await self._x.fetchrow("result_state", One(key))
+        return row is not None and row["state"] in LIVE_STATES
+
     async def _unwatch(self, key: str, token: str) -> None:
-        """Delete the call's watch row; one that stays (the store did not answer) expires."""
+        """Delete the call's watch row; one that stays (the store did not answer in time) expires."""
         try:
-            await self._x.execute("result_unwatch", UnwatchParams(key, token))
+            async with asyncio.timeout(UNWATCH_TIMEOUT_S):
+                await self._x.execute("result_unwatch", UnwatchParams(key, token))
         except Exception:
             log.debug("jobs.results.unwatch-failed", extra={"job_id": key}, exc_info=True)
 

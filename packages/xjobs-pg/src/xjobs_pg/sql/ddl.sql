@@ -430,11 +430,12 @@ insert into {schema}.schema_version (singleton, version) values (true, 12)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);
 
 -- Version 13, the result waiters watches (sql/results.sql): a row per waiting call, apart from
--- the job row, which a watch then never locks (a claim skips a locked row). A finishing
--- statement notifies the channel of a watched job (settle.sql watcher_of). A wait deletes its
--- row when it ends, and an expired row, left by a process that died waiting, goes with the next
--- watch. jobs.watched, which version 7 added for the same end, is still read for the rows an
--- older release flagged.
+-- the job row, which a watch then never updates (a claim skips a row an update holds). A
+-- finishing statement notifies the channel of a watched job (settle.sql watcher_of). A wait
+-- deletes its row when it ends, and an expired row, left by a process that died waiting, goes
+-- with the next watch. jobs.watched, which version 7 added for the same end, is still read for
+-- the rows an older release flagged. Every wait inserts and deletes a row, and every finishing
+-- statement asks whether the table holds any, so vacuum runs after 100 dead rows, not a fifth.
 create table if not exists {schema}.result_watches (
     job_id uuid not null,
     token text not null,
@@ -444,6 +445,11 @@ create table if not exists {schema}.result_watches (
 );
 
 create index if not exists result_watches_expiry on {schema}.result_watches (expires_at_ms);
+
+alter table {schema}.result_watches set (
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 100
+);
 
 insert into {schema}.schema_version (singleton, version) values (true, 13)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);

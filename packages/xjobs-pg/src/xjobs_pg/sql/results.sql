@@ -10,9 +10,9 @@ where id = $1;
 
 -- name: result_watch
 -- Registers one waiting call (its token) as a watcher of a job, on a row of result_watches, not
--- on the job row: a claim skips a row another statement holds locked, so a watch that wrote the
--- job row made a claim racing it pass over the job it just woke for, until its next poll. The
--- watches a waiter left behind (its process died waiting) go with the next watch once expired.
+-- on the job row: a claim skips a row another statement holds locked, so a watch that updated
+-- the job row made a claim racing it pass over the job it just woke for, until its next poll.
+-- The watches a waiter left behind (its process died waiting) go with the next watch once expired.
 -- $1 job id, $2 the token, $3 the channel, $4 now (null: the server clock), $5 the row lifetime.
 with clock as (
     select coalesce($4::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
@@ -28,9 +28,10 @@ on conflict (job_id, token) do nothing;
 
 -- name: result_state
 -- The state of a job once its watch is committed: a finished job will not notify, so the waiter
--- reads it at once. A job past ready and waiting is read FOR SHARE: a finishing statement that
--- began before the watch was committed saw no watcher and notifies nothing, and it holds the
--- row until it commits, so the read waits for it and answers the state it wrote. A ready or
+-- reads it at once. A finishing statement whose snapshot predates the watch sees no watcher and
+-- notifies nothing. A job past ready and waiting is read FOR SHARE, so one that holds the row
+-- now is waited for and the state it wrote answered. One that takes the row later is found by
+-- the read the waiter makes again a moment into its wait (results.py RECHECK_S). A ready or
 -- waiting job is read without a lock, which a claim would skip it for.
 -- $1 job id.
 select coalesce(
