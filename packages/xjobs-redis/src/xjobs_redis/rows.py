@@ -135,10 +135,6 @@ def enqueue_result(job: NewJob, answer: Any) -> EnqueueResult:
     return EnqueueResult(str(job_id), str(run_id), deduped=True)
 
 
-def _int(value: Any) -> int:
-    return int(value)
-
-
 def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
@@ -199,7 +195,7 @@ def buried_job(fields: Sequence[Any]) -> BuriedJob:
         tenant_id=row["tenant_id"],
         payload=row["payload"],
         state="dead" if row["state"] == "dead" else "failed",
-        attempt=_int(row["attempt"]),
+        attempt=int(row["attempt"]),
     )
 
 
@@ -312,12 +308,12 @@ def job_summary(fields: Sequence[Any]) -> JobSummary:
         queue=str(row["queue"]),
         state=job_state(str(row["state"])),
         tenant_id=row["tenant_id"],
-        priority=_int(row["priority"]),
-        attempt=_int(row["attempt"]),
-        max_attempts=_int(row["max_attempts"]),
-        run_at_ms=_int(row["run_at_ms"]),
-        created_at_ms=_int(row["created_at_ms"]),
-        updated_at_ms=_int(row["updated_at_ms"]),
+        priority=int(row["priority"]),
+        attempt=int(row["attempt"]),
+        max_attempts=int(row["max_attempts"]),
+        run_at_ms=int(row["run_at_ms"]),
+        created_at_ms=int(row["created_at_ms"]),
+        updated_at_ms=int(row["updated_at_ms"]),
         finished_at_ms=_opt_int(row["finished_at_ms"]),
         claimed_by=row["claimed_by"],
         progress=None if progress is None else float(progress),
