@@ -96,6 +96,20 @@ class KeyUnderivableError(XJobsError):
     code = "XJOBS_KEY_UNDERIVABLE"
 
 
+class AdmissionKeyUnderivableError(KeyUnderivableError):
+    """A run's concurrency or rate key could not be derived when a worker admitted it: the same
+    input derives the same way on every attempt, so the attempt fails for good."""
+
+    terminal = True
+
+
+class JobTenantMismatchError(XJobsError):
+    """An actor of one org enqueued a job whose input names another org (only a `tenant="none"`
+    job may be enqueued across orgs)."""
+
+    code = "XJOBS_JOB_TENANT_MISMATCH"
+
+
 class ClaimQueuesEmptyError(XJobsError):
     """`claim` was asked for no queue at all."""
 
@@ -148,6 +162,20 @@ class FilterInvalidError(XJobsError):
     """An operator filter names an unknown state, a bad queue or job name, or an empty range."""
 
     code = "XJOBS_FILTER_INVALID"
+
+
+class TenantScopeInvalidError(XJobsError):
+    """`operator.for_tenant` was given no tenant (None, "", too long, a NUL), or a scoped operator
+    was asked for another tenant's scope: a scope is never widened or switched."""
+
+    code = "XJOBS_TENANT_SCOPE_INVALID"
+
+
+class TenantScopeSharedError(XJobsError):
+    """A tenant-scoped operator asked to steer what every tenant shares (a queue or job-name pause)
+    or to read every tenant's totals (the counters)."""
+
+    code = "XJOBS_TENANT_SCOPE_SHARED"
 
 
 class BackendUnknownError(XJobsError):
