@@ -26,6 +26,7 @@ STABLE_CODES = {
     "PayloadInvalidError": "XJOBS_PAYLOAD_INVALID",
     "QueueNameInvalidError": "XJOBS_QUEUE_INVALID",
     "KeyUnderivableError": "XJOBS_KEY_UNDERIVABLE",
+    "JobTenantMismatchError": "XJOBS_JOB_TENANT_MISMATCH",
     "ClaimQueuesEmptyError": "XJOBS_CLAIM_QUEUES_EMPTY",
     "JobNotFoundError": "XJOBS_JOB_NOT_FOUND",
     "JobNotCancellableError": "XJOBS_JOB_NOT_CANCELLABLE",

@@ -95,12 +95,10 @@ class KeyUnderivableError(XJobsError):
 
     code = "XJOBS_KEY_UNDERIVABLE"
 
-
-class AdmissionKeyUnderivableError(KeyUnderivableError):
-    """A run's concurrency or rate key could not be derived when a worker admitted it: the same
-    input derives the same way on every attempt, so the attempt fails for good."""
-
-    terminal = True
+    def __init__(self, message: str, *, terminal: bool = False) -> None:
+        super().__init__(message)
+        # True where retrying cannot help: a worker admitting a run derives what every attempt would
+        self.terminal = terminal
 
 
 class JobTenantMismatchError(XJobsError):
