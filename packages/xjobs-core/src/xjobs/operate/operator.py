@@ -27,6 +27,8 @@ from xjobs.operate.detail import JobDetail, redacted_input
 from xjobs.operate.filters import batch_limit, page_limit
 from xjobs.operate.views import TaskView, WorkerView, task_views, worker_views
 
+NOTHING_MOVED = BulkResult(0, 0)
+
 
 class Operator:
     """The operator surface over one backend: every call is a member of `JobIntrospection` or a
@@ -40,6 +42,15 @@ class Operator:
         self._registry = registry
         self._clock = clock
 
+    # -- scope (`TenantOperator` narrows these) ---------------------------------------------------
+
+    def _narrow(self, where: JobFilter) -> JobFilter | None:
+        """`where` as this operator may read it; `None` when it can match none of its jobs."""
+        return where
+
+    async def _own(self, job_id: str) -> None:
+        """Refuse a move on a job this operator may not steer (every job, unscoped)."""
+
     # -- read -------------------------------------------------------------------------------------
 
     async def list_jobs(
@@ -50,19 +61,40 @@ class Operator:
         after: str | None = None,
     ) -> JobPage:
         """One page, newest first by `(created_at, id)`; pass the page's `cursor` as `after`."""
-        where = where or JobFilter()
-        position = decode_cursor(after, where) if after is not None else None
-        rows = await self._ops.list_jobs(where, limit=page_limit(limit) + 1, after=position)
-        jobs = tuple(rows[:limit])
-        more = len(rows) > limit
-        cursor = encode_cursor(jobs[-1].position, where) if more and jobs else None
+        size = page_limit(limit)
+        scoped = self._narrow(where or JobFilter())
+        if scoped is None:
+            return JobPage((), None)
+        position = decode_cursor(after, scoped) if after is not None else None
+        rows = await self._ops.list_jobs(scoped, limit=size + 1, after=position)
+        jobs = tuple(rows[:size])
+        more = len(rows) > size
+        cursor = encode_cursor(jobs[-1].position, scoped) if more and jobs else None
         return JobPage(jobs, cursor)
 
-    async def get_job(self, job_id: str) -> JobDetail:
-        """The whole record as an operator reads it: redacted input, steps, every attempt's error."""
+    @property
+    def tenant(self) -> str | None:
+        """The one tenant this operator sees and steers; `None`: every tenant."""
+        return None
+
+    def for_tenant(self, tenant: str) -> Operator:
+        """This operator bound to one tenant: it lists, counts, shows and moves only that
+        tenant's jobs, another tenant's job is not found, and what every tenant shares is
+        read-only. `None`, "" (or too long, a NUL) is `XJOBS_TENANT_SCOPE_INVALID`."""
+        from xjobs.operate.scope import TenantOperator, valid_tenant
+
+        return TenantOperator(self._backend, self._registry, self._clock, valid_tenant(tenant))
+
+    async def record(self, job_id: str) -> JobRecord:
+        """The stored record of one job (no steps, errors or input); unknown: `XJOBS_JOB_NOT_FOUND`."""
         record = await self._backend.jobs.get(job_id)
         if record is None:
             raise JobNotFoundError(f"no job has id {job_id!r}")
+        return record
+
+    async def get_job(self, job_id: str) -> JobDetail:
+        """The whole record as an operator reads it: redacted input, steps, every attempt's error."""
+        record = await self.record(job_id)
         steps = []
         if self._backend.steps is not None:
             steps = await self._backend.steps.list(record.run_id, record.queue)
@@ -93,9 +125,9 @@ class Operator:
         self._backend.require("workers")
         assert self._backend.workers is not None
         infos = await self._backend.workers.list()
-        running = await self._ops.list_jobs(
-            JobFilter(states=("running",)), limit=MAX_JOB_PAGE, after=None
-        )
+        running_filter = self._narrow(JobFilter(states=("running",)))
+        assert running_filter is not None
+        running = await self._ops.list_jobs(running_filter, limit=MAX_JOB_PAGE, after=None)
         return worker_views(infos, running)
 
     async def tasks(self) -> list[TaskView]:
@@ -110,18 +142,22 @@ class Operator:
 
     async def cancel(self, job_id: str, reason: str | None = None) -> JobRecord:
         """Cancel a live job (its worker's next heartbeat cancels the run)."""
+        await self._own(job_id)
         return moved("cancel", job_id, await self._backend.jobs.cancel(job_id, reason))
 
     async def retry(self, job_id: str) -> JobRecord:
         """Requeue a finished job now, attempts reset."""
+        await self._own(job_id)
         return moved("requeue", job_id, await self._backend.jobs.requeue(job_id))
 
     async def promote(self, job_id: str) -> JobRecord:
         """Make a delayed or retrying job due now."""
+        await self._own(job_id)
         return moved("promote", job_id, await self._ops.promote(job_id))
 
     async def remove(self, job_id: str) -> JobRecord:
         """Delete a finished job with its steps and errors; answers the record as it was."""
+        await self._own(job_id)
         return moved("remove", job_id, await self._ops.remove(job_id))
 
     # -- steer many -------------------------------------------------------------------------------
@@ -130,19 +166,25 @@ class Operator:
         self, where: JobFilter, *, limit: int = MAX_BULK_BATCH, reason: str | None = None
     ) -> BulkResult:
         """Cancel a batch of the live jobs `where` names."""
-        return await self._ops.cancel_many(where, batch_limit(limit), reason)
+        limit, scoped = batch_limit(limit), self._narrow(where)
+        if scoped is None:
+            return NOTHING_MOVED
+        return await self._ops.cancel_many(scoped, limit, reason)
 
     async def retry_where(self, where: JobFilter, *, limit: int = MAX_BULK_BATCH) -> BulkResult:
         """Requeue a batch of the finished jobs `where` names."""
-        return await self._ops.retry_many(where, batch_limit(limit))
+        limit, scoped = batch_limit(limit), self._narrow(where)
+        return NOTHING_MOVED if scoped is None else await self._ops.retry_many(scoped, limit)
 
     async def promote_where(self, where: JobFilter, *, limit: int = MAX_BULK_BATCH) -> BulkResult:
         """Make a batch of the delayed or retrying jobs `where` names due now."""
-        return await self._ops.promote_many(where, batch_limit(limit))
+        limit, scoped = batch_limit(limit), self._narrow(where)
+        return NOTHING_MOVED if scoped is None else await self._ops.promote_many(scoped, limit)
 
     async def remove_where(self, where: JobFilter, *, limit: int = MAX_BULK_BATCH) -> BulkResult:
         """Delete a batch of the finished jobs `where` names."""
-        return await self._ops.remove_many(where, batch_limit(limit))
+        limit, scoped = batch_limit(limit), self._narrow(where)
+        return NOTHING_MOVED if scoped is None else await self._ops.remove_many(scoped, limit)
 
     # -- pauses -----------------------------------------------------------------------------------
 
