@@ -1,0 +1,83 @@
+"""Opening a SQLite `Backend`: the URL read, the two connection threads, the schema, the stores, the wake."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from typing import Any
+
+from xjobs.clock import Clock, SystemClock
+from xjobs.contract.backend import Backend, WakeSource
+from xjobs.options import finite_count
+from xjobs_sqlite.driver import SqliteJobDriver
+from xjobs_sqlite.executor import Executor
+from xjobs_sqlite.install import install
+from xjobs_sqlite.thread import BUSY_RETRIES, BUSY_TIMEOUT_MS, BusyPolicy
+from xjobs_sqlite.url import parse_url
+from xjobs_sqlite.wake import DataVersionWake
+
+
+def _settings(conn: sqlite3.Connection) -> dict[str, Any]:
+    """What the writer's connection runs with, for the operator (`Backend.health`)."""
+    (journal_mode,) = conn.execute("pragma journal_mode").fetchone()
+    (synchronous,) = conn.execute("pragma synchronous").fetchone()
+    (busy_timeout,) = conn.execute("pragma busy_timeout").fetchone()
+    return {
+        "sqlite_version": sqlite3.sqlite_version,
+        "journal_mode": str(journal_mode),
+        "synchronous": {1: "normal", 2: "full"}.get(int(synchronous), str(synchronous)),
+        "busy_timeout_ms": int(busy_timeout),
+    }
+
+
+async def open_backend(
+    url: str,
+    *,
+    clock: Clock | None = None,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    busy_retries: int = BUSY_RETRIES,
+    install_schema: bool = True,
+    **_: Any,
+) -> Backend:
+    """A `Backend` over the SQLite file `url` names; the schema is created on first open.
+
+    Time is the injected `clock` (the App's; `SystemClock` by default): SQLite has no server
+    clock every process could read, so lease times are each process's clock, as on the memory
+    backend. `busy_timeout_ms` is how long SQLite waits for another process's write lock
+    (30 s by default) before the driver's `busy_retries` more tries.
+    """
+    target = parse_url(url)
+    finite_count("busy_timeout_ms", busy_timeout_ms, minimum=0)
+    finite_count("busy_retries", busy_retries, minimum=0)
+    clock = clock or SystemClock()
+    source = WakeSource(
+        activate=lambda: wake.start(asyncio.get_running_loop(), executor.writer.nudge)
+    )
+    wake = DataVersionWake(source)
+    executor = Executor(target, clock, BusyPolicy(busy_timeout_ms, busy_retries), idle=wake)
+    await executor.start()
+    try:
+        if install_schema:
+            now = clock.now_ms()
+            await executor.write(lambda conn: install(conn, now))
+        health = await executor.writer.call(_settings, write=False)
+    except BaseException:
+        await executor.close()
+        raise
+    health["path"] = target.path
+
+    async def do_install() -> None:
+        now = clock.now_ms()
+        await executor.write(lambda conn: install(conn, now))
+
+    return Backend(
+        name="sqlite",
+        url=url,
+        clock=clock,
+        jobs=SqliteJobDriver(executor, source),
+        wake=source,
+        on_close=executor.close,
+        on_install=do_install,
+        features=frozenset({"ack_many"}),
+        health=health,
+    )

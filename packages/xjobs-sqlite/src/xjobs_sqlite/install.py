@@ -1,0 +1,31 @@
+"""The schema: created on first open in one `BEGIN IMMEDIATE` transaction, its version recorded."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Final
+
+from xjobs_sqlite.sql import split_statements, sql
+
+SCHEMA_VERSION: Final = 1
+
+
+def installed_version(conn: sqlite3.Connection) -> int | None:
+    """The schema version the file holds, or `None` for a file without one."""
+    exists = conn.execute(
+        "select 1 from sqlite_master where type = 'table' and name = 'schema_version'"
+    ).fetchone()
+    if exists is None:
+        return None
+    row = conn.execute(sql("installed_version")).fetchone()
+    return None if row is None else int(row[0])
+
+
+def install(conn: sqlite3.Connection, now_ms: int) -> None:
+    """Create what is missing (idempotent DDL) and record `SCHEMA_VERSION`, unless already current."""
+    version = installed_version(conn)
+    if version is not None and version >= SCHEMA_VERSION:
+        return
+    for statement in split_statements(sql("ddl")):
+        conn.execute(statement)
+    conn.execute(sql("set_version"), {"version": SCHEMA_VERSION, "now": now_ms})

@@ -1,0 +1,112 @@
+-- The one install point: every table and index of the driver, created on first open in one
+-- BEGIN IMMEDIATE transaction (two processes opening a new file at once take turns). Idempotent:
+-- each statement is create if not exists. The splitter cuts the ddl block at semicolons, so no
+-- comment in it may hold one. Durable instants are epoch milliseconds from the injected clock.
+
+-- name: installed_version
+select version from schema_version where singleton = 1;
+
+-- name: set_version
+insert into schema_version (singleton, version, installed_at_ms) values (1, :version, :now)
+on conflict (singleton) do update set version = excluded.version, installed_at_ms = excluded.installed_at_ms;
+
+-- name: ddl
+create table if not exists schema_version (
+    singleton integer primary key check (singleton = 1),
+    version integer not null,
+    installed_at_ms integer not null
+);
+
+-- One row per job. dead_letter is 0 or 1. result is the JSON text a body returned (results),
+-- throttle_until_ms the end of a throttled enqueue's window (flow control).
+create table if not exists jobs (
+    id text primary key,
+    run_id text not null,
+    name text not null,
+    queue text not null,
+    tenant_id text,
+    idempotency_key text not null,
+    payload text not null,
+    state text not null default 'ready'
+        check (state in ('ready', 'running', 'waiting', 'completed', 'failed', 'dead', 'cancelled')),
+    priority integer not null default 0,
+    run_at_ms integer not null,
+    attempt integer not null default 0,
+    max_attempts integer not null,
+    dead_letter integer not null default 1,
+    claims integer not null default 0,
+    claimed_by text,
+    lease_until_ms integer,
+    created_at_ms integer not null,
+    updated_at_ms integer not null,
+    finished_at_ms integer,
+    last_error text,
+    progress real,
+    enqueued_by text,
+    traceparent text,
+    result text,
+    throttle_until_ms integer
+);
+
+-- The idempotency namespace among live rows. The enqueue conflict and the live-row lookups spell
+-- this same expression and this same state list, so the planner matches the partial index.
+create unique index if not exists jobs_live_namespace
+    on jobs (name, coalesce(tenant_id, ''), idempotency_key)
+    where state in ('ready', 'running', 'waiting');
+
+-- The claim of due rows: a partial index in claim order, per queue.
+create index if not exists jobs_claimable
+    on jobs (queue, priority, run_at_ms, id)
+    where state in ('ready', 'waiting');
+
+-- The rescue of lapsed leases and the burial of exhausted ones.
+create index if not exists jobs_leased
+    on jobs (queue, lease_until_ms)
+    where state = 'running';
+
+-- A throttled enqueue's lookup of the open window of its namespace.
+create index if not exists jobs_throttled
+    on jobs (name, coalesce(tenant_id, ''), idempotency_key, throttle_until_ms)
+    where throttle_until_ms is not null;
+
+-- Each attempt error a settle stored, keyed by the claim count (one error per claim), at most
+-- 25 a job (MAX_ERROR_HISTORY).
+create table if not exists attempt_errors (
+    job_id text not null,
+    claims integer not null,
+    attempt integer not null,
+    worker_id text,
+    at_ms integer not null,
+    error text not null,
+    primary key (job_id, claims)
+) without rowid;
+
+-- How many runs of a job name ended with an outcome in a bucket of a tier. One writer at a
+-- time holds the file, so a bucket is one row (no shards).
+create table if not exists counters (
+    tier text not null check (tier in ('minute', 'hour', 'day')),
+    bucket_ms integer not null,
+    name text not null,
+    outcome text not null,
+    count integer not null,
+    primary key (tier, bucket_ms, name, outcome)
+) without rowid;
+
+-- Pauses the claim reads (not exists): a whole queue, or one job name in every queue.
+create table if not exists pauses (
+    kind text not null check (kind in ('queue', 'job')),
+    name text not null,
+    paused_at_ms integer not null,
+    primary key (kind, name)
+) without rowid;
+
+-- Worker presence, refreshed by the claim of a registered worker. queues is a JSON array.
+create table if not exists workers (
+    id text primary key,
+    host text not null,
+    pid integer not null,
+    queues text not null,
+    started_at_ms integer not null,
+    last_seen_ms integer not null,
+    expires_at_ms integer not null
+);

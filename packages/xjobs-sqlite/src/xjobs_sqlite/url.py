@@ -1,0 +1,67 @@
+"""A `sqlite://` URL read into the file it names and its options, refused before anything is opened."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Final, Literal
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from xjobs_sqlite.errors import SqliteUrlInvalidError
+
+Synchronous = Literal["normal", "full"]
+SYNCHRONOUS: Final[tuple[Synchronous, ...]] = ("normal", "full")
+OPTIONS: Final = ("synchronous",)
+_IN_MEMORY: Final = frozenset({"", ":memory:"})
+
+
+@dataclass(frozen=True, slots=True)
+class SqliteTarget:
+    """The database file (absolute) and how hard a commit waits for the disk."""
+
+    path: str
+    synchronous: Synchronous = "normal"
+
+
+def parse_url(url: str) -> SqliteTarget:
+    """`sqlite:///relative/path.db` (from the working directory) or `sqlite:////absolute/path.db`.
+
+    Refused: a host (`sqlite://host/...`: WAL needs one host's shared memory), no path or
+    `:memory:` (every connection would see its own empty database, and no other process any), a
+    directory that does not exist, and an unknown option. `?synchronous=full` makes every commit
+    wait for the disk; the default `normal` is durable across a process crash, and may lose the
+    last commits (never corrupt the file) on a power loss.
+    """
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "sqlite":
+        raise SqliteUrlInvalidError(f"{url!r} is not a sqlite:// URL")
+    if parts.netloc:
+        raise SqliteUrlInvalidError(
+            f"{url!r} names a host ({parts.netloc!r}): SQLite shares a file between the processes "
+            "of one host only; write sqlite:///relative/path.db or sqlite:////absolute/path.db"
+        )
+    # The path of `sqlite:///a.db` is `/a.db`: the first slash ends the empty host.
+    path = unquote(parts.path[1:] if parts.path.startswith("/") else parts.path)
+    if path in _IN_MEMORY:
+        raise SqliteUrlInvalidError(
+            f"{url!r} names no file: an in-memory SQLite database lives in one connection of one "
+            "process; use memory:// for a process-local store, or name a file (sqlite:///xjobs.db)"
+        )
+    options = dict(parse_qsl(parts.query, keep_blank_values=True))
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise SqliteUrlInvalidError(
+            f"{url!r} has unknown options {unknown}; known: {', '.join(OPTIONS)}"
+        )
+    synchronous = options.get("synchronous", "normal").lower()
+    if synchronous not in SYNCHRONOUS:
+        raise SqliteUrlInvalidError(
+            f"{url!r}: synchronous={synchronous!r} is not one of {', '.join(SYNCHRONOUS)}"
+        )
+    absolute = os.path.abspath(path)
+    directory = os.path.dirname(absolute)
+    if not os.path.isdir(directory):
+        raise SqliteUrlInvalidError(
+            f"{url!r}: the directory {directory!r} does not exist; create it first"
+        )
+    return SqliteTarget(path=absolute, synchronous="full" if synchronous == "full" else "normal")

@@ -1,0 +1,41 @@
+"""The wake across processes: a commit on another connection wakes a listening worker within milliseconds."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from xjobs_sqlite.backend import open_backend
+
+from xjobs.clock import ManualClock
+from xjobs.testing.rows import new_job
+
+
+@pytest.mark.asyncio
+async def test_an_enqueue_on_another_connection_wakes_a_listener(db_url: str) -> None:
+    listening = await open_backend(db_url, clock=ManualClock())
+    enqueuing = await open_backend(db_url, clock=ManualClock())
+    woken = asyncio.Event()
+    try:
+        assert listening.wake is not None
+        listening.wake.subscribe(lambda _queue: woken.set())
+        await asyncio.sleep(0.05)  # the first poll reads the version it compares with
+        assert listening.wake.live
+        await enqueuing.jobs.enqueue([new_job(queue="q")])
+        await asyncio.wait_for(woken.wait(), 1)
+    finally:
+        await enqueuing.close()
+        await listening.close()
+
+
+@pytest.mark.asyncio
+async def test_a_process_s_own_enqueue_wakes_its_listener_of_that_queue(db_url: str) -> None:
+    backend = await open_backend(db_url, clock=ManualClock())
+    woken: list[str | None] = []
+    try:
+        assert backend.wake is not None
+        backend.wake.subscribe(woken.append)
+        await backend.jobs.enqueue([new_job(queue="q")])
+        assert woken == ["q"]
+    finally:
+        await backend.close()
