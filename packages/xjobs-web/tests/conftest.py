@@ -200,8 +200,9 @@ def served(kind: str, mount: str | None = None, **options: Any) -> Iterator[Serv
 
 @pytest.fixture(scope="module")
 def memory_served() -> Iterator[Served]:
-    """A dashboard over the memory backend with every action allowed."""
-    with served("memory") as s:
+    """A dashboard over the memory backend with every action allowed to anyone (the explicit
+    opt-out: these tests are about what an action does, not who may take it)."""
+    with served("memory", unsafe_no_auth=True) as s:
         yield s
 
 

@@ -13,11 +13,13 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from xjobs import JobFilter
+from xjobs_web import basic_auth
 
 if TYPE_CHECKING:
     from conftest import Serve, Served
 
 BACKENDS = ["postgres", "redis"]
+USER, PASSWORD = "ops", "browser-pw"
 
 
 @pytest.fixture(scope="module")
@@ -48,15 +50,18 @@ def _seed(s: Served) -> None:
 @pytest.fixture(scope="module", params=BACKENDS)
 def site(request: pytest.FixtureRequest, serve: Serve) -> Iterator[Served]:
     """The test app's dashboard over a fresh Postgres schema or Redis prefix, seeded, with a live
-    refresh every second."""
-    with serve(request.param, refresh_seconds=1) as s:
+    refresh every second, behind basic auth (the browser answers its challenge)."""
+    with serve(request.param, refresh_seconds=1, auth=basic_auth(USER, PASSWORD)) as s:
         _seed(s)
         yield s
 
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 560})
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 560},
+        http_credentials={"username": USER, "password": PASSWORD},
+    )
     opened = context.new_page()
     yield opened
     context.close()

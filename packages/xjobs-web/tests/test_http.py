@@ -1,5 +1,6 @@
 """The dashboard over HTTP (uvicorn, the memory backend): CSRF, read-only mode, the basic-auth
-hook and the tenant hook, each checked against what the backend then holds."""
+hook and the tenant hook, each checked against what the backend then holds (the attacks on them:
+test_security_*.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from starlette.requests import Request
 
 from xjobs import JobFilter
-from xjobs_web import basic_auth
+from xjobs_web import ALL_TENANTS, AllTenants, basic_auth, basic_auth_users, basic_user
 
 if TYPE_CHECKING:
     from conftest import Http, Serve, Served
@@ -193,18 +194,27 @@ def test_an_async_auth_hook_is_awaited(serve: Serve, client: type[Http]) -> None
 
 # -- the tenant hook --------------------------------------------------------------------------------
 
+USERS = {"acme-ops": "pw1", "admin": "pw2"}
+ORGS: dict[str, str | AllTenants] = {"acme-ops": "acme", "admin": ALL_TENANTS}
 
-def _org(request: Request) -> str | None:
-    return request.headers.get("x-org")
+
+def _basic(user: str) -> dict[str, str]:
+    pair = f"{user}:{USERS[user]}".encode()
+    return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
+
+
+def _org(request: Request) -> str | AllTenants | None:
+    """The tenant of the authenticated user: acme-ops sees acme, admin every tenant."""
+    return ORGS.get(basic_user(request) or "")
 
 
 def test_the_tenant_hook_shows_and_steers_only_that_tenants_jobs(
     serve: Serve, client: type[Http], token_of: Token
 ) -> None:
-    with serve("memory", tenant=_org) as s:
+    with serve("memory", auth=basic_auth_users(USERS), tenant=_org) as s:
         ours = _dead_export(s, "acme", "t-ours")
         theirs = _dead_export(s, "globex", "t-theirs")
-        acme = client(s.url(""), {"X-Org": "acme"})
+        acme = client(s.url(""), _basic("acme-ops"))
 
         status, page = acme.get("/jobs")
         assert status == 200
@@ -241,8 +251,8 @@ def test_the_tenant_hook_shows_and_steers_only_that_tenants_jobs(
         )
         assert not any(q.paused for q in s.call(s.app.operator.queues()))
 
-        # without a tenant (the hook answers None) every job shows
-        page = client(s.url("")).get("/jobs")[1]
+        # an operator granted ALL_TENANTS sees every job
+        page = client(s.url(""), _basic("admin")).get("/jobs")[1]
         assert ours in page
         assert theirs in page
 
@@ -253,7 +263,7 @@ def test_the_tenant_hook_shows_and_steers_only_that_tenants_jobs(
 def test_mounted_under_a_path_its_links_cookie_and_actions_stay_under_it(
     serve: Serve, client: type[Http], token_of: Token
 ) -> None:
-    with serve("memory", mount="/ops") as s:
+    with serve("memory", mount="/ops", unsafe_no_auth=True) as s:
         job_id = _dead_export(s, "acme", "mounted")
         http = client(s.url(""))
         assert http.get("/")[1] == "the service's own page"
@@ -280,6 +290,7 @@ def test_xjobs_web_serves_the_app_until_sigterm(client: type[Http], tmp_path: Pa
     env = {**os.environ, "XJOBS_WEB_TEST_URL": "memory://", "XJOBS_WEB_PASSWORD": "pw"}
     command = [sys.executable, "-m", "xjobs_cli", "web", "webapp:app", "--port", str(port)]
     command += ["--read-only", "--basic-auth", "ops", "--title", "Billing jobs"]
+    command += ["--allowed-host", "jobs.internal"]
     log = (tmp_path / "web.log").open("w+")
     process = subprocess.Popen(command, cwd=Path(__file__).parent, env=env, stderr=log)
     try:
@@ -299,6 +310,10 @@ def test_xjobs_web_serves_the_app_until_sigterm(client: type[Http], tmp_path: Pa
         assert "nightly" in page  # MODULE:APP: the app's declared task
         assert 'method="post"' not in page
         assert client(f"http://127.0.0.1:{port}").get("/")[0] == 401
+        # --allowed-host names a Host it answers besides loopback; any other is refused
+        for host, expected in (("jobs.internal", 200), ("evil.example", 400)):
+            named = client(f"http://127.0.0.1:{port}", {**http.headers, "Host": host})
+            assert named.get("/")[0] == expected, host
         assert http.post("/pause", [("kind", "queue"), ("name", "mail"), ("op", "pause")])[0] == 403
     finally:
         process.send_signal(signal.SIGTERM)

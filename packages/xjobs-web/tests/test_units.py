@@ -20,6 +20,7 @@ from xjobs_web import basic_auth, csrf
 from xjobs_web.chart import throughput_svg
 from xjobs_web.errors import DashboardOptionInvalidError
 from xjobs_web.failures import group, split_error
+from xjobs_web.hosts import Hosts, is_loopback
 from xjobs_web.options import resolve_options
 from xjobs_web.overview import minute_bars
 from xjobs_web.timeline import step_kind, timeline
@@ -44,11 +45,15 @@ def _request(headers: dict[str, str]) -> Request:
         {"refresh_seconds": True},
         {"csrf_secret": b"short"},
         {"colour": "red"},
+        {"unsafe_no_auth": 1},
+        {"allowed_hosts": "jobs.example.com"},
+        {"allowed_hosts": ["jobs example com"]},
+        {"allowed_hosts": [42]},
     ],
 )
 def test_a_bad_option_is_refused_with_its_code(options: dict[str, Any]) -> None:
     with pytest.raises(DashboardOptionInvalidError) as refused:
-        resolve_options(**options)
+        resolve_options({"unsafe_no_auth": True, **options})
     assert refused.value.code == "XJOBS_DASHBOARD_OPTION_INVALID"
 
 
@@ -67,16 +72,72 @@ def test_basic_auth_admits_only_its_user() -> None:
         basic_auth("a:b", "c")
 
 
-def test_a_csrf_token_is_bound_to_its_cookie_and_secret() -> None:
+def test_a_csrf_token_is_bound_to_its_cookie_its_identity_and_secret() -> None:
     nonce = csrf.new_nonce()
-    token = csrf.token(b"k" * 32, nonce)
-    with_cookie = _request({"Cookie": f"{csrf.COOKIE}={nonce}"})
-    assert csrf.valid(b"k" * 32, with_cookie, token)
-    assert not csrf.valid(b"j" * 32, with_cookie, token)
-    assert not csrf.valid(b"k" * 32, with_cookie, None)
-    assert not csrf.valid(b"k" * 32, _request({}), token)
-    other = _request({"Cookie": f"{csrf.COOKIE}={csrf.new_nonce()}"})
-    assert not csrf.valid(b"k" * 32, other, token)
+    alice = {"Cookie": f"{csrf.COOKIE}={nonce}", "Authorization": "Basic YWxpY2U6cHc="}
+    with_cookie = _request(alice)
+    token = csrf.token(b"k" * 32, csrf.bound(nonce, with_cookie))
+    assert csrf.valid(b"k" * 32, with_cookie, token, secure=False)
+    assert not csrf.valid(b"j" * 32, with_cookie, token, secure=False)
+    assert not csrf.valid(b"k" * 32, with_cookie, None, secure=False)
+    assert not csrf.valid(b"k" * 32, _request({}), token, secure=False)
+    other = _request({**alice, "Cookie": f"{csrf.COOKIE}={csrf.new_nonce()}"})
+    assert not csrf.valid(b"k" * 32, other, token, secure=False)
+    # the same cookie with another user's credentials
+    mallory = _request({**alice, "Authorization": "Basic bWFsbG9yeTpwdw=="})
+    assert not csrf.valid(b"k" * 32, mallory, token, secure=False)
+    # a secure dashboard reads only the __Host- cookie
+    assert not csrf.valid(b"k" * 32, with_cookie, token, secure=True)
+    hosted = _request({**alice, "Cookie": f"{csrf.SECURE_COOKIE}={nonce}"})
+    assert csrf.valid(b"k" * 32, hosted, token, secure=True)
+
+
+@pytest.mark.parametrize(
+    ("host", "admitted"),
+    [
+        ("localhost:8080", True),
+        ("127.0.0.1:8080", True),
+        ("[::1]:8080", True),
+        ("LocalHost.:8080", True),
+        ("jobs.internal", True),
+        ("jobs.internal:443", True),
+        ("localhost", False),  # port 80, not the port served
+        ("localhost:8081", False),
+        ("evil.example:8080", False),
+        ("jobs.internal.evil.example", False),
+        ("127.0.0.2:8080", False),
+        ("localhost:8080@evil.example", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_hosts_admit_loopback_names_on_the_port_and_the_allowed_names(
+    host: str | None, admitted: bool
+) -> None:
+    assert Hosts.of(["jobs.internal"], 8080).admit(host) is admitted
+
+
+def test_a_mounted_dashboards_loopback_names_take_any_port_and_star_takes_any_host() -> None:
+    assert Hosts.of([], None).admit("localhost:5000")
+    assert not Hosts.of([], None).admit("evil.example")
+    assert Hosts.of(["*"], None).admit("evil.example")
+
+
+@pytest.mark.parametrize(
+    ("bind", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.0.1", True),
+        ("::1", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("10.0.0.5", False),
+        ("jobs.internal", False),
+    ],
+)
+def test_only_a_loopback_bind_is_loopback(bind: str, loopback: bool) -> None:
+    assert is_loopback(bind) is loopback
 
 
 # -- the timeline -----------------------------------------------------------------------------------
@@ -208,9 +269,9 @@ def test_minute_bars_put_each_bucket_in_its_minute_and_split_completed_from_fail
 
 def test_app_dashboard_is_an_asgi_app_built_before_the_app_opens() -> None:
     app = xjobs.App("memory://")
-    assert isinstance(app.dashboard(read_only=True), Starlette)
+    assert isinstance(app.dashboard(read_only=True, auth=basic_auth("ops", "pw")), Starlette)
     with pytest.raises(DashboardOptionInvalidError):
-        app.dashboard(refresh_seconds=0.5)
+        app.dashboard(refresh_seconds=0.5, unsafe_no_auth=True)
 
 
 def test_without_xjobs_web_the_dashboard_and_the_commands_are_a_coded_refusal(

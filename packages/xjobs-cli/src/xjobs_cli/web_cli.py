@@ -44,10 +44,14 @@ def add_target(parser: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The dashboard's options: read-only unless --basic-auth (or --unsafe-no-auth) lets it act."""
+    acts = args.basic_auth is not None or args.unsafe_no_auth
     options: dict[str, Any] = {
-        "read_only": args.read_only,
+        "read_only": args.read_only or not acts,
         "refresh_seconds": args.refresh,
         "title": args.title,
+        "allowed_hosts": args.allowed_host,
+        "unsafe_no_auth": args.unsafe_no_auth,
     }
     if args.basic_auth is not None:
         password = os.environ.get(PASSWORD_ENV, "")
@@ -74,7 +78,10 @@ def _run(args: argparse.Namespace) -> int:
     web = server(
         app_of(target), host=args.host, port=args.port, log_level=args.log_level, **options
     )
-    mode = " (read-only)" if args.read_only else ""
+    if options["read_only"]:
+        mode = " (read-only)" if args.read_only else " (read-only: --basic-auth USER to act)"
+    else:
+        mode = " (UNAUTHENTICATED: anyone who reaches it may act)" if args.unsafe_no_auth else ""
     print(f"xjobs web: serving http://{args.host}:{args.port}/{mode}", file=sys.stderr, flush=True)
     web.run()
     return EXIT_OK
@@ -97,13 +104,27 @@ def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--read-only",
         action="store_true",
-        help="render no action and refuse every POST with 403",
+        help="render no action and refuse every POST with 403 (the mode without --basic-auth)",
     )
     parser.add_argument(
         "--basic-auth",
         default=None,
         metavar="USER",
-        help=f"require HTTP basic auth as USER, with the password in ${PASSWORD_ENV}",
+        help=f"require HTTP basic auth as USER, with the password in ${PASSWORD_ENV}; "
+        "the dashboard may then act",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="answer this Host name too (NAME or NAME:PORT; repeatable); only loopback names "
+        "otherwise",
+    )
+    parser.add_argument(
+        "--unsafe-no-auth",
+        action="store_true",
+        help="serve without authentication, able to act: anyone who reaches it may move jobs",
     )
     parser.add_argument(
         "--refresh",

@@ -1,7 +1,17 @@
 """xjobs-web: the dashboard (an ASGI app over `app.operator`) and the MCP server over the same surface."""
 
 from xjobs_web.asgi import dashboard
-from xjobs_web.auth import basic_auth
-from xjobs_web.options import AuthHook, DashboardOptions, TenantHook
+from xjobs_web.auth import basic_auth, basic_auth_users, basic_user
+from xjobs_web.options import ALL_TENANTS, AllTenants, AuthHook, DashboardOptions, TenantHook
 
-__all__ = ["AuthHook", "DashboardOptions", "TenantHook", "basic_auth", "dashboard"]
+__all__ = [
+    "ALL_TENANTS",
+    "AllTenants",
+    "AuthHook",
+    "DashboardOptions",
+    "TenantHook",
+    "basic_auth",
+    "basic_auth_users",
+    "basic_user",
+    "dashboard",
+]

@@ -1,4 +1,5 @@
-"""The dashboard served alone with uvicorn: the App opened for the server's lifetime, the pages at `/`."""
+"""The dashboard served alone with uvicorn: the App opened for the server's lifetime, the pages at
+`/`; on loopback it may be read-only without auth, and it answers loopback names on its port."""
 
 from __future__ import annotations
 
@@ -12,18 +13,21 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from xjobs import App
-from xjobs_web.asgi import dashboard
+from xjobs_web.asgi import build
+from xjobs_web.hosts import is_loopback
+from xjobs_web.options import Binding
 
 
-def standalone(app: App, **options: Any) -> Starlette:
-    """The dashboard with a lifespan that opens `app` on start and closes it on stop."""
+def standalone(app: App, binding: Binding, options: dict[str, Any]) -> Starlette:
+    """The dashboard served at `binding`, with a lifespan that opens `app` on start and closes it
+    on stop."""
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with app:
             yield
 
-    return Starlette(routes=[Mount("/", dashboard(app, **options))], lifespan=lifespan)
+    return Starlette(routes=[Mount("/", build(app, options, binding))], lifespan=lifespan)
 
 
 class _Server(uvicorn.Server):
@@ -44,8 +48,9 @@ def server(
     **options: Any,
 ) -> uvicorn.Server:
     """A uvicorn server of the standalone dashboard, not yet started (`.run()` serves until SIGTERM)."""
+    binding = Binding(host, port, is_loopback(host))
     config = uvicorn.Config(
-        standalone(app, **options),
+        standalone(app, binding, options),
         host=host,
         port=port,
         log_level=log_level.lower(),
