@@ -12,9 +12,14 @@ from xjobs.options import finite_count
 from xjobs_sqlite.driver import SqliteJobDriver
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.install import install
+from xjobs_sqlite.introspection import SqliteIntrospection
+from xjobs_sqlite.results import SettleWaiters, SqliteResults
+from xjobs_sqlite.slots import SqliteSlotStore
+from xjobs_sqlite.steps import SqliteStepStore
 from xjobs_sqlite.thread import BUSY_RETRIES, BUSY_TIMEOUT_MS, BusyPolicy
 from xjobs_sqlite.url import parse_url
 from xjobs_sqlite.wake import DataVersionWake
+from xjobs_sqlite.workers import SqliteWorkerRegistry
 
 
 def _settings(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -70,11 +75,18 @@ async def open_backend(
         now = clock.now_ms()
         await executor.write(lambda conn: install(conn, now))
 
+    waiters = SettleWaiters()
+    jobs = SqliteJobDriver(executor, source, waiters.settled)
     return Backend(
         name="sqlite",
         url=url,
         clock=clock,
-        jobs=SqliteJobDriver(executor, source),
+        jobs=jobs,
+        workers=SqliteWorkerRegistry(executor),
+        slots=SqliteSlotStore(executor),
+        steps=SqliteStepStore(executor),
+        results=SqliteResults(executor, jobs, waiters),
+        introspection=SqliteIntrospection(executor, source, waiters.settled),
         wake=source,
         on_close=executor.close,
         on_install=do_install,

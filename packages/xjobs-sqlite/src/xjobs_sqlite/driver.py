@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xjobs.contract.backend import WakeSource
 from xjobs.contract.driver import (
@@ -27,9 +27,13 @@ from xjobs_sqlite.sql import sql
 class SqliteJobDriver:
     """Jobs in the file's `jobs` table; the write lock orders claims, settles are fenced on the claim."""
 
-    def __init__(self, executor: Executor, wake: WakeSource) -> None:
+    def __init__(
+        self, executor: Executor, wake: WakeSource, settled: Callable[[str], None] | None = None
+    ) -> None:
         self._x = executor
         self._wake = wake
+        # Told each job this process finished (a result waiter of this process wakes at once).
+        self._settled = settled or (lambda _job_id: None)
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         """Insert each job unless its id or a live job of its namespace answers it; one transaction."""
@@ -46,7 +50,10 @@ class SqliteJobDriver:
         """Bury exhausted lapsed leases, then claim in one update (the pass in one transaction)."""
         assert_claim_queues(options)
         now = self._x.now()
-        return await self._x.write(lambda conn: claim_pass(conn, options, now))
+        result = await self._x.write(lambda conn: claim_pass(conn, options, now))
+        for job in result.buried:
+            self._settled(job.id)
+        return result
 
     async def ack(self, claim: Claim) -> bool:
         """Settle `completed`; whether the fence held."""
@@ -55,19 +62,29 @@ class SqliteJobDriver:
     async def complete(self, claim: Claim, result: str | None) -> bool:
         """Settle `completed` storing the body's result (JSON text); whether the fence held."""
         now = self._x.now()
-        return await self._x.write(lambda conn: settle.complete(conn, claim, now, result))
+        landed = await self._x.write(lambda conn: settle.complete(conn, claim, now, result))
+        if landed:
+            self._settled(claim.job_id)
+        return landed
 
     async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:
         """Settle many runs `completed` in one transaction, each fenced on its own claim."""
         if not claims:
             return []
         now = self._x.now()
-        return await self._x.write(lambda conn: settle.complete_many(conn, claims, now))
+        landed = await self._x.write(lambda conn: settle.complete_many(conn, claims, now))
+        for claim, ok in zip(claims, landed, strict=True):
+            if ok:
+                self._settled(claim.job_id)
+        return landed
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
         """Store the settle room's `Nack`; whether the fence held."""
         now = self._x.now()
-        return await self._x.write(lambda conn: settle.nack(conn, claim, nack, now))
+        landed = await self._x.write(lambda conn: settle.nack(conn, claim, nack, now))
+        if landed and nack.terminal:
+            self._settled(claim.job_id)
+        return landed
 
     async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
         """Extend the lease by `lease_ms` from now; whether the fence held."""
@@ -82,7 +99,10 @@ class SqliteJobDriver:
     async def cancel(self, job_id: str, reason: str | None = None) -> JobMove:
         """Cancel a live job; `finished` or `missing` otherwise."""
         now = self._x.now()
-        return await self._x.write(lambda conn: moves.cancel(conn, job_id, reason, now))
+        move = await self._x.write(lambda conn: moves.cancel(conn, job_id, reason, now))
+        if move.status == "done":
+            self._settled(job_id)
+        return move
 
     async def requeue(self, job_id: str) -> JobMove:
         """Put a finished job back to `ready`; `missing`, `live` or `duplicate` otherwise."""

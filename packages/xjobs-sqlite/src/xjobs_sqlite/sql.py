@@ -8,7 +8,18 @@ from importlib import resources
 
 _BLOCK = re.compile(r"^-- name: ([a-z_]+)\s*$", re.M)
 _COMMENT = re.compile(r"--[^\n]*")
-SQL_FILES = ("ddl.sql", "jobs.sql", "claim.sql", "settle.sql", "moves.sql", "ledger.sql")
+SQL_FILES = (
+    "ddl.sql",
+    "jobs.sql",
+    "claim.sql",
+    "settle.sql",
+    "moves.sql",
+    "ledger.sql",
+    "steps.sql",
+    "listing.sql",
+    "operator.sql",
+    "stores.sql",
+)
 
 
 def read_sql(filename: str) -> str:

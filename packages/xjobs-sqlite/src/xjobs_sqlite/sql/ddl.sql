@@ -110,3 +110,38 @@ create table if not exists workers (
     last_seen_ms integer not null,
     expires_at_ms integer not null
 );
+
+-- Durable steps: one row per step of a run. A done row is never overwritten (the upsert of
+-- step_put is fenced on it), so a memoized result survives every replay.
+create table if not exists steps (
+    run_id text not null,
+    name text not null,
+    status text not null check (status in ('done', 'error', 'pending')),
+    result text,
+    error text,
+    position integer not null,
+    created_at_ms integer not null,
+    primary key (run_id, name)
+) without rowid;
+
+-- The minute buckets folded into their hour and day, each at most once.
+create table if not exists counter_folds (
+    bucket_ms integer primary key,
+    folded_at_ms integer not null
+);
+
+-- The operator index: a list page newest first, a bulk verb oldest first and the bounded
+-- counts of a queue, each read one queue and one state at a time (the known queues are found
+-- by a loose scan of its first column).
+create index if not exists jobs_listed
+    on jobs (queue, state, created_at_ms, id);
+
+-- Fleet concurrency slots: one row per held slot, owned by a job id under one claim, reclaimed
+-- when its TTL lapses.
+create table if not exists slots (
+    key text not null,
+    job_id text not null,
+    claims integer not null,
+    expires_at_ms integer not null,
+    primary key (key, job_id, claims)
+) without rowid;
