@@ -1,4 +1,5 @@
-"""`xjobs mcp (MODULE:APP | --url URL) [--allow-actions]`: the MCP server over stdio (needs xjobs-web)."""
+"""`xjobs mcp (MODULE:APP | --url URL) [--tenant TENANT] [--allow-actions]`: the MCP server over
+stdio (needs xjobs-web)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ def _run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise missing("the MCP server") from exc
     app = app_of(target)
-    asyncio.run(serve_stdio(app, allow_actions=args.allow_actions, declared=target.declared))
+    serving = serve_stdio(
+        app, allow_actions=args.allow_actions, declared=target.declared, tenant=args.tenant
+    )
+    asyncio.run(serving)
     return EXIT_OK
 
 
@@ -29,10 +33,18 @@ def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
         help="an MCP server over stdio for assistants (needs xjobs-web)",
         description="Answer the Model Context Protocol on stdin/stdout: tools to list and show "
         "jobs, list queues, workers, tasks and failures, read the counters; read-only unless "
-        "--allow-actions. Needs the xjobs-web distribution.",
-        usage="%(prog)s (MODULE:APP | --url URL) [--allow-actions]",
+        "--allow-actions, and then each move or pause is previewed and confirmed by a second "
+        "call. Needs the xjobs-web distribution.",
+        usage="%(prog)s (MODULE:APP | --url URL) [--tenant TENANT] [--allow-actions]",
     )
     add_target(parser)
+    parser.add_argument(
+        "--tenant",
+        metavar="TENANT",
+        help="answer for one tenant only: every tool lists, counts, shows and moves that tenant's "
+        "jobs alone (app.operator.for_tenant); another tenant's job is not found, pauses and "
+        "the counters are refused",
+    )
     parser.add_argument(
         "--allow-actions",
         action="store_true",

@@ -3,13 +3,14 @@ they are many; pause and resume of a queue or a job name; a task's pause, resume
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+import re
+from urllib.parse import unquote, urlencode, urlsplit
 
 from starlette.responses import RedirectResponse, Response
 
-from xjobs import JobFilter
+from xjobs import JobFilter, Operator
 from xjobs.contract.introspection import MAX_BULK_BATCH
-from xjobs.errors import FilterInvalidError, JobNotFoundError, TaskNotRegisteredError
+from xjobs.errors import FilterInvalidError, TaskNotRegisteredError
 from xjobs.operate.filters import job_filter
 from xjobs_web.errors import ActionRefusedError
 from xjobs_web.guard import Dashboard, Visit
@@ -22,15 +23,32 @@ from xjobs_web.moves import (
     pause_kind,
     verb_named,
 )
-from xjobs_web.pages import context
+from xjobs_web.pages import context, operator_of
 from xjobs_web.render import html
+
+# What a browser strips from a URL or reads as a path separator (`/\\evil` is `//evil` to it).
+UNSAFE_IN_NEXT = re.compile(r"[\x00-\x20\x7f\\]")
+
+
+def safe_next(value: str | None, default: str = "/") -> str:
+    """`value` when it is a path inside the dashboard's mount (the caller prefixes the mount);
+    `default` for anything else: a scheme (`javascript:`, `https://…`), a host (`//evil`), a
+    backslash, whitespace or a control character, a `.` or `..` segment (even percent-encoded)."""
+    if not value or not value.startswith("/") or value.startswith("//"):
+        return default
+    if UNSAFE_IN_NEXT.search(value):
+        return default
+    parts = urlsplit(value)
+    if parts.scheme or parts.netloc:
+        return default
+    if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
+        return default
+    return value
 
 
 def _back(visit: Visit, notice: str) -> Response:
     """303 to the form's `next` (a path inside the dashboard) with a notice."""
-    target = visit.value("next") or "/"
-    if not target.startswith("/") or target.startswith("//") or "\\" in target:
-        target = "/"
+    target = safe_next(visit.value("next"))
     joiner = "&" if "?" in target else "?"
     return RedirectResponse(
         f"{visit.base}{target}{joiner}{urlencode({'notice': notice})}", status_code=303
@@ -43,23 +61,20 @@ def _where(visit: Visit) -> JobFilter:
         states=[s for s in visit.form.get("state", []) if s],
         queue=visit.value("queue"),
         name=visit.value("name"),
-        tenant=visit.tenant or visit.value("tenant"),
+        tenant=visit.value("tenant"),
         created_before_ms=int(before) if before and before.isdigit() else None,
     )
 
 
-async def _visible_ids(dash: Dashboard, visit: Visit) -> list[str]:
+async def _visible_ids(op: Operator, visit: Visit) -> list[str]:
+    """The form's ids, each one the operator sees (another tenant's job is not found: 404)."""
     ids = list(dict.fromkeys(i for i in visit.form.get("id", []) if i))
     if not ids:
         raise FilterInvalidError("the action names no job")
     if len(ids) > MAX_BULK_BATCH:
         raise FilterInvalidError(f"an action names at most {MAX_BULK_BATCH} jobs")
-    if visit.tenant is None:
-        return ids
-    for job_id in ids:  # a scoped operator moves only jobs of their tenant
-        record = await dash.app.backend.jobs.get(job_id)
-        if record is None or record.tenant_id != visit.tenant:
-            raise JobNotFoundError(f"no job has id {job_id!r}")
+    for job_id in ids:
+        await op.record(job_id)
     return ids
 
 
@@ -79,8 +94,9 @@ def _said(verb: str, report: MoveReport, asked: int | None = None) -> str:
 async def act(dash: Dashboard, visit: Visit) -> Response:
     """A move on ids or on a filter: without `confirmed` a page that says how many it would move."""
     verb = verb_named(visit.value("verb") or "")
-    op = dash.app.operator
+    op = operator_of(dash, visit)
     confirmed = visit.value("confirmed") == "1"
+    back = safe_next(visit.value("next"), "/jobs")
     if visit.value("scope") == "filter":
         now = dash.app.clock.now_ms()
         where = _where(visit)
@@ -108,10 +124,10 @@ async def act(dash: Dashboard, visit: Visit) -> Response:
             count=count,
             at_least=at_least,
             ids=[],
-            next=visit.value("next") or "/jobs",
+            next=back,
         )
         return html(dash.env, "confirm.html", values)
-    ids = await _visible_ids(dash, visit)
+    ids = await _visible_ids(op, visit)
     if confirmed:
         return _back(visit, _said(verb.name, await move_ids(op, verb, ids), len(ids)))
     values = context(
@@ -124,7 +140,7 @@ async def act(dash: Dashboard, visit: Visit) -> Response:
         count=len(ids),
         at_least=False,
         ids=ids,
-        next=visit.value("next") or "/jobs",
+        next=back,
     )
     return html(dash.env, "confirm.html", values)
 
@@ -145,7 +161,7 @@ async def pause(dash: Dashboard, visit: Visit) -> Response:
     if verb not in ("pause", "resume"):
         raise FilterInvalidError("a pause's op is pause or resume")
     _shared(visit, f"a {kind} pause")
-    op = dash.app.operator
+    op = operator_of(dash, visit)
     changed = await (op.pause(kind, name) if verb == "pause" else op.resume(kind, name))
     state = "paused" if verb == "pause" else "resumed"
     return _back(

@@ -45,9 +45,10 @@ def group(jobs: list[JobSummary]) -> list[FailureGroup]:
     return sorted(groups.values(), key=lambda g: (-len(g.ids), -g.newest_ms, g.error_class))
 
 
-async def failures(op: Operator, tenant: str | None) -> tuple[list[FailureGroup], bool]:
-    """The groups of the newest `SCAN_JOBS` failed or dead jobs, and whether older ones were left."""
-    where = JobFilter(states=("failed", "dead"), tenant=tenant)
+async def failures(op: Operator) -> tuple[list[FailureGroup], bool]:
+    """The groups of the newest `SCAN_JOBS` failed or dead jobs `op` sees (a scoped operator: its
+    tenant's), and whether older ones were left."""
+    where = JobFilter(states=("failed", "dead"))
     jobs: list[JobSummary] = []
     after = None
     while True:

@@ -13,6 +13,11 @@ from xjobs_cli.stats_cli import FAILED, grouped
 from xjobs_web.chart import MinuteBar, throughput_svg
 
 MINUTES = 60
+# Shown where the chart is when the operator is scoped to a tenant (a constant: no input in it).
+SCOPED_CHART = (
+    '<p class="empty" data-testid="counters-withheld">throughput counters sum every tenant\'s '
+    "runs: a tenant-scoped view does not show them</p>"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +49,12 @@ def minute_bars(buckets: list[Any], now_ms: int, minutes: int = MINUTES) -> list
 
 
 async def overview(op: Operator, now_ms: int) -> Overview:
-    """Read the overview: queue counts (bounded scans), pauses, and the minute counters of the hour."""
+    """Read the overview: queue counts (bounded scans), pauses, and the minute counters of the hour
+    (not for a tenant-scoped operator: a counter sums every tenant's runs)."""
     queues = await op.queues()
     job_pauses = [p for p in await op.pauses() if p.kind == "job"]
+    if op.tenant is not None:
+        return Overview(now_ms, queues, job_pauses, SCOPED_CHART, [], {})
     since = bucket_of(now_ms) - (MINUTES - 1) * MINUTE_MS
     buckets = await op.counters("minute", since)
     win = await window(op.counters, now_ms, HOUR_MS)

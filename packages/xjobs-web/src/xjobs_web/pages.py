@@ -1,5 +1,6 @@
 """The pages an operator reads: overview, jobs, one job, failures, tasks, workers, and the
-confirmation of a bulk move. Each reads `app.operator` only."""
+confirmation of a bulk move. Each reads the visit's operator only: `app.operator`, scoped with
+`for_tenant` to the tenant the tenant hook named."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Any
 
 from starlette.responses import Response
 
-from xjobs import JobFilter, JobRecord
-from xjobs.contract.introspection import COUNT_CAP, DEFAULT_JOB_PAGE, MAX_JOB_PAGE
-from xjobs.errors import JobNotFoundError, JobPageInvalidError
+from xjobs import JobFilter, JobRecord, Operator
+from xjobs.contract.introspection import COUNT_CAP, DEFAULT_JOB_PAGE
+from xjobs.errors import JobPageInvalidError
 from xjobs.operate.filters import job_filter
 from xjobs_cli.moves_cli import VERBS
 from xjobs_web import csrf
@@ -41,10 +42,17 @@ def context(dash: Dashboard, visit: Visit, nav: str, **values: Any) -> dict[str,
     }
 
 
+def operator_of(dash: Dashboard, visit: Visit) -> Operator:
+    """The operator a visit reads and moves through: scoped to its tenant when the tenant hook
+    named one (`for_tenant` refuses an empty one: it never reads as every tenant)."""
+    op = dash.app.operator
+    return op if visit.tenant is None else op.for_tenant(visit.tenant)
+
+
 async def overview_page(dash: Dashboard, visit: Visit) -> Response:
     """Every queue's counts, oldest due job and pause; the hour's throughput and failure rate."""
     now = dash.app.clock.now_ms()
-    view = await overview(dash.app.operator, now)
+    view = await overview(operator_of(dash, visit), now)
     return html(dash.env, "overview.html", context(dash, visit, "overview", view=view))
 
 
@@ -55,7 +63,7 @@ def _filter(visit: Visit) -> JobFilter:
         states=states,
         queue=q.get("queue") or None,
         name=q.get("name") or None,
-        tenant=visit.tenant or q.get("tenant") or None,
+        tenant=q.get("tenant") or None,
     )
 
 
@@ -79,7 +87,7 @@ async def jobs_page(dash: Dashboard, visit: Visit) -> Response:
     live refresh)."""
     q = visit.request.query_params
     where = _filter(visit)
-    page = await dash.app.operator.list_jobs(
+    page = await operator_of(dash, visit).list_jobs(
         where, limit=_limit(q.get("limit")), after=q.get("after") or None
     )
     params = {
@@ -115,9 +123,7 @@ def actions_for(job: JobRecord, now_ms: int) -> list[str]:
 async def job_page(dash: Dashboard, visit: Visit) -> Response:
     """One job: record, redacted input, each attempt's error, the steps as a timeline."""
     job_id = visit.request.path_params["job_id"]
-    detail = await dash.app.operator.get_job(job_id)
-    if visit.tenant is not None and detail.record.tenant_id != visit.tenant:
-        raise JobNotFoundError(f"no job has id {job_id!r}")
+    detail = await operator_of(dash, visit).get_job(job_id)
     now = dash.app.clock.now_ms()
     steps = timeline(detail.record, list(detail.steps), list(detail.errors))
     handle = dash.app.registry.jobs.get(detail.record.name)
@@ -137,26 +143,19 @@ async def job_page(dash: Dashboard, visit: Visit) -> Response:
 
 async def failures_page(dash: Dashboard, visit: Visit) -> Response:
     """The newest failed and dead jobs grouped by error class and message."""
-    groups, more = await failures(dash.app.operator, visit.tenant)
+    groups, more = await failures(operator_of(dash, visit))
     values = context(dash, visit, "failures", groups=groups, more=more, scan=SCAN_JOBS)
     return html(dash.env, "failures.html", values)
 
 
 async def tasks_page(dash: Dashboard, visit: Visit) -> Response:
     """The app's cron tasks: next and last fire, pause; pause, resume, trigger now."""
-    tasks = await dash.app.operator.tasks()
+    tasks = await operator_of(dash, visit).tasks()
     return html(dash.env, "tasks.html", context(dash, visit, "tasks", tasks=tasks))
 
 
 async def workers_page(dash: Dashboard, visit: Visit) -> Response:
     """The live worker processes, their queues and the jobs they run (of the tenant, if scoped)."""
-    op = dash.app.operator
-    workers = await op.workers()
-    visible: set[str] | None = None
-    if visit.tenant is not None:
-        page = await op.list_jobs(
-            JobFilter(states=("running",), tenant=visit.tenant), limit=MAX_JOB_PAGE
-        )
-        visible = {j.id for j in page.jobs}
-    rows = [(w, [j for j in w.running if visible is None or j in visible]) for w in workers]
+    workers = await operator_of(dash, visit).workers()
+    rows = [(w, list(w.running)) for w in workers]
     return html(dash.env, "workers.html", context(dash, visit, "workers", workers=rows))
