@@ -10,10 +10,13 @@ from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend, WakeSource
 from xjobs.options import finite_count
 from xjobs_sqlite.driver import SqliteJobDriver
+from xjobs_sqlite.events import SqliteEventBus
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.install import install
 from xjobs_sqlite.introspection import SqliteIntrospection
 from xjobs_sqlite.results import SettleWaiters, SqliteResults
+from xjobs_sqlite.retention import SqliteRetention
+from xjobs_sqlite.scheduler import SqliteLeader, SqliteSchedulerState
 from xjobs_sqlite.slots import SqliteSlotStore
 from xjobs_sqlite.steps import SqliteStepStore
 from xjobs_sqlite.thread import BUSY_RETRIES, BUSY_TIMEOUT_MS, BusyPolicy
@@ -85,7 +88,11 @@ async def open_backend(
         workers=SqliteWorkerRegistry(executor),
         slots=SqliteSlotStore(executor),
         steps=SqliteStepStore(executor),
+        events=SqliteEventBus(executor, source),
+        retention=SqliteRetention(executor),
         results=SqliteResults(executor, jobs, waiters),
+        scheduler=SqliteSchedulerState(executor, source),
+        leader=SqliteLeader(executor),
         introspection=SqliteIntrospection(executor, source, waiters.settled),
         wake=source,
         on_close=executor.close,

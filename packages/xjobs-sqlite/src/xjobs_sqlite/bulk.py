@@ -41,6 +41,7 @@ def remove(conn: sqlite3.Connection, job_id: str) -> JobMove:
         return JobMove("missing") if state is None else JobMove("live", state=state)
     record = job_record(row)
     conn.execute(sql("remove_steps"), {"run_id": record.run_id})
+    conn.execute(sql("remove_wait"), {"run_id": record.run_id})
     conn.execute(sql("remove_errors"), {"job_id": record.id})
     return JobMove("done", record)
 

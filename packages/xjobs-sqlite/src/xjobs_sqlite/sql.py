@@ -19,6 +19,9 @@ SQL_FILES = (
     "listing.sql",
     "operator.sql",
     "stores.sql",
+    "scheduler.sql",
+    "events.sql",
+    "purge.sql",
 )
 
 

@@ -145,3 +145,67 @@ create table if not exists slots (
     expires_at_ms integer not null,
     primary key (key, job_id, claims)
 ) without rowid;
+
+-- The scheduler. A task watermark is the fence every fire moves, by compare-and-set from the
+-- value the scheduler read: every occurrence at or before it is done with.
+create table if not exists task_watermarks (
+    task text primary key,
+    watermark_ms integer not null
+) without rowid;
+
+-- The last occurrence of each task that dispatched a job.
+create table if not exists task_fires (
+    task text primary key,
+    occurrence_ms integer not null,
+    job_id text not null,
+    fired_at_ms integer not null
+) without rowid;
+
+create table if not exists task_pauses (
+    task text primary key,
+    paused_at_ms integer not null
+) without rowid;
+
+-- Leadership: one lease row per name, renewed by its holder, taken over once it lapsed.
+create table if not exists leaders (
+    name text primary key,
+    holder text not null,
+    expires_at_ms integer not null
+) without rowid;
+
+-- Sent events, kept for waits that begin before them until the purge, by tenant (null: the
+-- untenanted scope). The index serves the lookup of a name's events of a tenant since an instant,
+-- in (sent_at, id) order.
+create table if not exists events (
+    id text primary key,
+    tenant text,
+    name text not null,
+    payload text not null,
+    sent_at_ms integer not null
+);
+
+create index if not exists events_by_name on events (name, tenant, sent_at_ms, id);
+
+create index if not exists events_sent on events (sent_at_ms);
+
+-- A parked run registered for one event: at most one wait per job, replaced by its next wait.
+create table if not exists event_waits (
+    job_id text primary key,
+    run_id text not null,
+    queue text not null,
+    step text not null,
+    event text not null,
+    tenant text,
+    match text not null,
+    since_ms integer not null,
+    deadline_ms integer
+);
+
+create index if not exists event_waits_by_event on event_waits (event, tenant);
+
+create index if not exists event_waits_deadline on event_waits (deadline_ms)
+    where deadline_ms is not null;
+
+-- The purge of finished jobs, oldest finish first in each finished state.
+create index if not exists jobs_purgeable on jobs (state, finished_at_ms, id)
+    where state in ('completed', 'failed', 'dead', 'cancelled');

@@ -1,4 +1,4 @@
-"""The operator's reads walk jobs_listed one queue and state at a time: bounded whatever the table holds."""
+"""The operator's reads and the purge walk their indexes: bounded whatever the table holds."""
 
 from __future__ import annotations
 
@@ -37,3 +37,10 @@ def test_a_list_page_reads_jobs_listed_in_order_without_sorting(conn: sqlite3.Co
 def test_the_known_queues_are_found_by_index_descents_not_a_scan(conn: sqlite3.Connection) -> None:
     details = _plan(conn, "known_queues", {})
     assert not any(d == "SCAN jobs" for d in details), details
+
+
+def test_the_purge_of_finished_jobs_walks_jobs_purgeable(conn: sqlite3.Connection) -> None:
+    params = {"state": "dead", "before": 1, "name": None, "own": "[]", "limit": 10}
+    details = _plan(conn, "finished_before", params)
+    assert any("jobs_purgeable" in d for d in details), details
+    assert not any("TEMP B-TREE" in d for d in details), details
