@@ -9,11 +9,13 @@ from typing import Any
 from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend, WakeSource
 from xjobs.options import finite_count
+from xjobs_sqlite.backfills import SqliteBackfillLedger
 from xjobs_sqlite.driver import SqliteJobDriver
 from xjobs_sqlite.events import SqliteEventBus
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.install import install
 from xjobs_sqlite.introspection import SqliteIntrospection
+from xjobs_sqlite.outbox import SqliteOutboxStore
 from xjobs_sqlite.results import SettleWaiters, SqliteResults
 from xjobs_sqlite.retention import SqliteRetention
 from xjobs_sqlite.scheduler import SqliteLeader, SqliteSchedulerState
@@ -22,6 +24,7 @@ from xjobs_sqlite.steps import SqliteStepStore
 from xjobs_sqlite.thread import BUSY_RETRIES, BUSY_TIMEOUT_MS, BusyPolicy
 from xjobs_sqlite.url import parse_url
 from xjobs_sqlite.wake import DataVersionWake
+from xjobs_sqlite.webhooks import SqliteWebhookLedger
 from xjobs_sqlite.workers import SqliteWorkerRegistry
 
 
@@ -90,6 +93,9 @@ async def open_backend(
         steps=SqliteStepStore(executor),
         events=SqliteEventBus(executor, source),
         retention=SqliteRetention(executor),
+        outbox=SqliteOutboxStore(executor, source),
+        backfills=SqliteBackfillLedger(executor),
+        webhooks=SqliteWebhookLedger(executor),
         results=SqliteResults(executor, jobs, waiters),
         scheduler=SqliteSchedulerState(executor, source),
         leader=SqliteLeader(executor),

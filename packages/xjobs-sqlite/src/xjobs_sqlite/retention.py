@@ -57,7 +57,8 @@ def _purge(conn: sqlite3.Connection, store: PurgeStore, cut: PurgeCut, limit: in
             gone += conn.execute(sql("purge_counters"), params).rowcount
         conn.execute(sql("purge_folds"), {"before": cut.counters["minute"]})
         return gone
-    return 0  # the outbox is not declared by this backend yet
+    params = {"before": cut.outbox, "limit": limit}
+    return conn.execute(sql("outbox_purge"), params).rowcount
 
 
 def _expired(conn: sqlite3.Connection, store: PurgeStore, cut: PurgeCut) -> int:
@@ -76,7 +77,7 @@ def _expired(conn: sqlite3.Connection, store: PurgeStore, cut: PurgeCut) -> int:
             )
             for t in COUNTER_TIERS
         )
-    return 0
+    return int(conn.execute(sql("outbox_count_published"), {"before": cut.outbox}).fetchone()[0])
 
 
 class SqliteRetention:

@@ -22,6 +22,9 @@ SQL_FILES = (
     "scheduler.sql",
     "events.sql",
     "purge.sql",
+    "backfills.sql",
+    "webhooks.sql",
+    "outbox.sql",
 )
 
 

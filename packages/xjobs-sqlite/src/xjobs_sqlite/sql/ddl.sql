@@ -209,3 +209,79 @@ create index if not exists event_waits_deadline on event_waits (deadline_ms)
 -- The purge of finished jobs, oldest finish first in each finished state.
 create index if not exists jobs_purgeable on jobs (state, finished_at_ms, id)
     where state in ('completed', 'failed', 'dead', 'cancelled');
+
+-- The backfill ledger: one row per run of a sweep. Only a completed row blocks a rerun.
+create table if not exists backfills (
+    run_id text primary key,
+    job_id text not null,
+    name text not null,
+    checksum text not null,
+    environment text not null,
+    tenant text,
+    status text not null check (status in ('running', 'completed', 'failed')),
+    cursor text,
+    count integer not null default 0,
+    batches integer not null default 0,
+    error text,
+    started_at_ms integer not null,
+    updated_at_ms integer not null,
+    finished_at_ms integer
+);
+
+create index if not exists backfills_started on backfills (name, started_at_ms desc);
+
+create index if not exists backfills_completed
+    on backfills (name, checksum, environment, tenant, finished_at_ms)
+    where status = 'completed';
+
+-- The webhook ledger: each endpoint's failure run and disablement, and its newest attempts in
+-- record order (seq).
+create table if not exists webhook_endpoints (
+    endpoint text primary key,
+    failures integer not null,
+    disabled_at_ms integer
+) without rowid;
+
+create table if not exists webhook_attempts (
+    seq integer primary key,
+    endpoint text not null,
+    message_id text not null,
+    job_id text not null,
+    attempt integer not null,
+    status text not null,
+    http_status integer,
+    latency_ms integer not null,
+    excerpt text not null,
+    error text,
+    at_ms integer not null
+);
+
+create index if not exists webhook_attempts_by_endpoint on webhook_attempts (endpoint, seq);
+
+-- The transactional outbox: rows staged on the caller's own connection inside its transaction,
+-- leased by relays (claimed_by, claim_until_ms) and marked published.
+create table if not exists outbox (
+    id text primary key,
+    run_id text not null,
+    name text not null,
+    queue text not null,
+    tenant_id text,
+    idempotency_key text not null,
+    payload text not null,
+    priority integer not null,
+    run_at_ms integer,
+    max_attempts integer not null,
+    dead_letter integer not null,
+    enqueued_by text,
+    traceparent text,
+    staged_at_ms integer not null,
+    claimed_by text,
+    claim_until_ms integer,
+    published_at_ms integer
+);
+
+create index if not exists outbox_unpublished on outbox (staged_at_ms, id)
+    where published_at_ms is null;
+
+create index if not exists outbox_published on outbox (published_at_ms)
+    where published_at_ms is not null;
