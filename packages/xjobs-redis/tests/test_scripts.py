@@ -420,7 +420,7 @@ async def _run_the_step_and_event_scripts(run: Recorder, k: Keys, now: str) -> N
     assert await run(wake) == 1
     assert await run.x.client.zscore(k.ready(q), job) is not None  # woken: due now
     found = await run(events.event_find(k, name="paid", match='{"order": 7}', since_ms=0))
-    assert found[:2] == ["e-1", sent_at]
+    assert found[:3] == ["found", "e-1", sent_at]
     purge = events.event_purge(k, older_than_ms=int(sent_at) + 1)
     assert await run(purge) == [1, k.event_queues("paid"), q, "1"]  # one event; the queues listed
     lapse = events.wait_lapse(k, queue=q, older_than_ms=int(sent_at) + 1)

@@ -14,7 +14,7 @@ from xjobs.clock import ManualClock
 from xjobs.contract.backend import Backend
 from xjobs.contract.driver import WAIT_FOREVER_MS, Claim, ClaimedJob, ClaimOptions, NewJob
 from xjobs.contract.stores import EventBus, EventWait, StepRecord, StepStore
-from xjobs.event_match import matches
+from xjobs.event_match import decode_object, matches
 from xjobs.ids import new_id
 from xjobs.run.settle import parking, retrying
 from xjobs.testing import rows
@@ -207,6 +207,20 @@ MATCH_CASES: list[tuple[str, str]] = [
     ('{"a": 1}', "{}"),
     ("{}", "{}"),
     ('{"s": "caf\\u00e9"}', '{"s": "café"}'),
+    # numbers by exact value: each spelling of one value matches, a 64-bit id only itself
+    ('{"n": 9007199254740993}', '{"n": 9007199254740992}'),
+    ('{"n": 9223372036854774808}', '{"n": 9223372036854774936}'),
+    ('{"n": -9223372036854774808}', '{"n": -9223372036854774808}'),
+    ('{"n": 1e30}', '{"n": 1000000000000000000000000000000}'),
+    ('{"n": 1E+2}', '{"n": 100}'),
+    ('{"n": 12.50}', '{"n": 1.25e1}'),
+    ('{"n": 0.001}', '{"n": 1e-3}'),
+    ('{"n": -0.0}', '{"n": 0}'),
+    ('{"n": 0.1}', '{"n": 0.10000000000000001}'),
+    ('{"n": [1, -2.5e-3]}', '{"n": [1.0, -0.0025]}'),
+    ('{"n": {"x": 10}}', '{"n": {"x": 1}}'),
+    ('{"n": "12", "m": [12]}', '{"n": 12}'),
+    ('{"n1": [], "2": 3}', '{"2": 3.0, "n1": []}'),
 ]
 
 
@@ -218,7 +232,7 @@ class TestMatch:
         bus = bus_of(backend)
         sent = await bus.send(EVENT, payload)
         found = await bus.find(EVENT, match, 0)
-        expected = sent if matches(json.loads(payload), json.loads(match)) else None
+        expected = sent if matches(decode_object(payload), decode_object(match)) else None
         assert found == expected
 
     @pytest.mark.parametrize(("payload", "match"), MATCH_CASES)
@@ -228,14 +242,15 @@ class TestMatch:
         job = await parked(backend, clock, match=match)
         await bus_of(backend).send(EVENT, payload)
         woke = await run_at_of(backend, job.id) == clock.now_ms()
-        assert woke is matches(json.loads(payload), json.loads(match))
+        assert woke is matches(decode_object(payload), decode_object(match))
 
-    async def test_integers_beyond_2_53_compare_as_doubles(self, backend: Backend) -> None:
-        """The README's known difference: the reference tells these apart, Lua's doubles do not."""
+    async def test_integers_beyond_2_53_compare_exactly(self, backend: Backend) -> None:
+        """Lua reads numbers as doubles; the scripts compare each number's exact spelling instead,
+        so 2^53 + 1 is not 2^53 (it was, before issue 40)."""
         bus = bus_of(backend)
         sent = await bus.send(EVENT, '{"n": 9007199254740993}')
-        assert not matches({"n": 9007199254740993}, {"n": 9007199254740992})
-        assert await bus.find(EVENT, '{"n": 9007199254740992}', 0) == sent
+        assert await bus.find(EVENT, '{"n": 9007199254740992}', 0) is None
+        assert await bus.find(EVENT, '{"n": 9007199254740993}', 0) == sent
 
 
 class TestFind:

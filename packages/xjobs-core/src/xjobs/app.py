@@ -38,7 +38,13 @@ from xjobs.errors import (
     JobNotRegisteredError,
     TaskNotRegisteredError,
 )
-from xjobs.event_match import encode_object, validate_event_name
+from xjobs.event_match import (
+    AMBIENT,
+    AmbientTenant,
+    encode_object,
+    sending_tenant,
+    validate_event_name,
+)
 from xjobs.factories.purge import PURGE_JOB, PurgeInput, purge
 from xjobs.observe.snapshot import read_view
 from xjobs.observe.telemetry import Telemetry
@@ -330,14 +336,26 @@ class App:
 
     # -- events --------------------------------------------------------------------------------
 
-    async def send_event(self, event: str, payload: Mapping[str, Any] | None = None) -> EventRecord:
-        """Send `event` with a JSON-object `payload`: it wakes every run waiting for it whose match it
-        satisfies, and is kept for waits that begin later only if they began before it was sent."""
+    async def send_event(
+        self,
+        event: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        tenant: str | AmbientTenant | None = AMBIENT,
+    ) -> EventRecord:
+        """Send `event` with a JSON-object `payload` in one tenant: it wakes every run of that tenant
+        waiting for it whose match it satisfies, and is kept for waits that begin later only if
+        they began before it was sent.
+
+        `tenant` defaults to the ambient actor's org (inside a run, `ctx.tenant`); `None` is the
+        untenanted scope (the waits of `tenant="none"` jobs). Naming another org than the actor's
+        is `XJOBS_JOB_TENANT_MISMATCH`: only a process with no actor org sends across tenants."""
         self.backend.require("events")
         name = validate_event_name(event)
         text = encode_object(payload or {}, what=f"payload of event {name!r}")
+        scope = sending_tenant(tenant)
         assert self.backend.events is not None
-        return await self.backend.events.send(name, text)
+        return await self.backend.events.send(name, text, tenant=scope)
 
     # -- the roles ---------------------------------------------------------------------------
 

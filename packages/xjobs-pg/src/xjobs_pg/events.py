@@ -1,4 +1,5 @@
-"""The Postgres event bus: `<schema>.events` and `<schema>.event_waits`, a send and a park serialised per event name."""
+"""The Postgres event bus: `<schema>.events` and `<schema>.event_waits`, each row of one tenant, a
+send and a park serialised per event name."""
 
 from __future__ import annotations
 
@@ -38,12 +39,12 @@ class PostgresEventBus:
         assert row is not None
         return int(row["now_ms"])
 
-    async def send(self, name: str, payload: str) -> EventRecord:
+    async def send(self, name: str, payload: str, *, tenant: str | None = None) -> EventRecord:
         sql = self._x.sql
         try:
             async with self._x.pool.acquire() as conn, conn.transaction():
                 await conn.execute(sql["event_lock"], *One(name).bind())
-                send = SendParams(self._x.now(), new_id(), name, payload)
+                send = SendParams(self._x.now(), new_id(), name, payload, tenant)
                 row = await conn.fetchrow(sql["event_send"], *send.bind())
                 assert row is not None
                 woken = self._wake.take(row["queues"])
@@ -52,13 +53,15 @@ class PostgresEventBus:
                     await conn.execute(sql["event_wake"], *wake.bind())
         except Exception as exc:
             raise interpret_error(exc) from exc
-        return EventRecord(str(row["id"]), name, payload, row["sent_at_ms"])
+        return EventRecord(str(row["id"]), name, payload, row["sent_at_ms"], tenant)
 
-    async def find(self, name: str, match: str, since_ms: int) -> EventRecord | None:
-        row = await self._x.fetchrow("event_find", FindParams(name, match, since_ms))
+    async def find(
+        self, name: str, match: str, since_ms: int, *, tenant: str | None = None
+    ) -> EventRecord | None:
+        row = await self._x.fetchrow("event_find", FindParams(name, match, since_ms, tenant))
         if row is None:
             return None
-        return EventRecord(str(row["id"]), row["name"], row["payload"], row["sent_at_ms"])
+        return EventRecord(str(row["id"]), row["name"], row["payload"], row["sent_at_ms"], tenant)
 
     async def park(self, claim: Claim, wait: EventWait, nack: Nack) -> bool:
         sql = self._x.sql

@@ -137,17 +137,23 @@ class StepPutParams:
 # -- events.sql ------------------------------------------------------------------------------------
 
 
+def tenant_scope(tenant: str | None) -> str:
+    """An event's tenant as the tables store it: the untenanted scope is the empty string."""
+    return "" if tenant is None else tenant
+
+
 @dataclass(frozen=True, slots=True)
 class SendParams:
-    """`event_send`: $1 the bus clock, $2 id, $3 name, $4 payload."""
+    """`event_send`: $1 the bus clock, $2 id, $3 name, $4 payload, $5 tenant."""
 
     now_ms: int | None
     event_id: str
     name: str
     payload: str
+    tenant: str | None
 
     def bind(self) -> Bound:
-        return (self.now_ms, self.event_id, self.name, self.payload)
+        return (self.now_ms, self.event_id, self.name, self.payload, tenant_scope(self.tenant))
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,25 +169,38 @@ class EventWakeParams:
 
 @dataclass(frozen=True, slots=True)
 class FindParams:
-    """`event_find`: $1 name, $2 match, $3 since."""
+    """`event_find`: $1 name, $2 match, $3 since, $4 tenant."""
 
     name: str
     match: str
     since_ms: int
+    tenant: str | None
 
     def bind(self) -> Bound:
-        return (self.name, self.match, self.since_ms)
+        return (self.name, self.match, self.since_ms, tenant_scope(self.tenant))
 
 
 @dataclass(frozen=True, slots=True)
 class RegisterParams:
-    """`event_register`: $1 job id, $2 run id, $3 queue, $4 step, $5 event, $6 match, $7 since, $8 deadline."""
+    """`event_register`: $1 job id, $2 run id, $3 queue, $4 step, $5 event, $6 match, $7 since,
+    $8 deadline, $9 tenant."""
 
     wait: EventWait
 
     def bind(self) -> Bound:
         w = self.wait
-        return (w.job_id, w.run_id, w.queue, w.step, w.event, w.match, w.since_ms, w.deadline_ms)
+        scope = tenant_scope(w.tenant)
+        return (
+            w.job_id,
+            w.run_id,
+            w.queue,
+            w.step,
+            w.event,
+            w.match,
+            w.since_ms,
+            w.deadline_ms,
+            scope,
+        )
 
 
 # -- scheduler.sql ---------------------------------------------------------------------------------

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 from typing import Final
+from urllib.parse import quote
 
 from xjobs.contract.driver import FINISHED_STATES
 from xjobs.contract.webhooks import endpoint_id
-from xjobs.errors import SchemaInvalidError
-from xjobs.event_match import validate_event_name
+from xjobs.errors import EventInvalidError, SchemaInvalidError
+from xjobs.event_match import validate_event_name, validate_event_tenant
 from xjobs.names import validate_queue
 
 PREFIX_NAME: Final = re.compile(r"[a-z0-9_]{1,40}")
@@ -24,6 +25,8 @@ DEFAULT_PREFIX: Final = "xjobs"
 JOB_MARK: Final = ":job:"
 COUNTER_TIERS: Final = ("minute", "hour", "day")
 QUEUE_TAGS_KEPT: Final = 1024  # the most queue names whose validated key head is remembered
+# An event name in one tenant (`event_topic`): the name, then `@` and the tenant percent-encoded.
+EVENT_TOPIC: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}(@[A-Za-z0-9_.~%-]+)?")
 
 
 def validate_prefix(prefix: object) -> str:
@@ -121,9 +124,9 @@ class Keys:
         """HASH job id -> the JSON of the job's one event wait (with its waiting SET's key)."""
         return f"{self._queue(queue)}:event_waits"
 
-    def event_waiting(self, queue: str, event: str) -> str:
-        """SET of the ids of the queue's jobs waiting for one event name."""
-        return f"{self._queue(queue)}:event_waiting:{validate_event_name(event)}"
+    def event_waiting(self, queue: str, topic: str) -> str:
+        """SET of the ids of the queue's jobs waiting for one event name in one tenant (`topic`)."""
+        return f"{self._queue(queue)}:event_waiting:{_valid_topic(topic)}"
 
     def event_deadlines(self, queue: str) -> str:
         """ZSET of the queue's waits that have a deadline: member the job id, score deadline_ms."""
@@ -205,26 +208,36 @@ class Keys:
 
     # -- the event bus ------------------------------------------------------------------------
 
+    @staticmethod
+    def event_topic(event: str, tenant: str | None) -> str:
+        """One event name in one tenant, as the event keys spell it: the name alone for the
+        untenanted scope (the layout from before tenants, so its events and waits stay where they
+        were), else `<name>@<tenant, percent-encoded>` (no name holds `@`, no encoded tenant `:`)."""
+        name = validate_event_name(event)
+        scope = validate_event_tenant(tenant)
+        return name if scope is None else f"{name}@{quote(scope, safe='')}"
+
     def event_names(self) -> str:
         """SET of the `events_sent` ZSET keys that hold events (so a purge finds every name)."""
         return f"{self._events}:event_names"
 
-    def events_sent(self, event: str) -> str:
-        """ZSET of one event name's events: member the event id, score sent_at_ms."""
-        return f"{self._events}:events_sent:{validate_event_name(event)}"
+    def events_sent(self, topic: str) -> str:
+        """ZSET of one event name's events in one tenant (`topic`): member the event id, score
+        sent_at_ms."""
+        return f"{self._events}:events_sent:{_valid_topic(topic)}"
 
     def event_payloads(self) -> str:
         """HASH event id -> the event's payload JSON."""
         return f"{self._events}:event_payloads"
 
-    def event_queues(self, event: str) -> str:
-        """HASH of the queues that may hold a wait for one event name (a send wakes each): queue
-        -> how many parks added it (the purge drops a queue whose waits for the name are gone,
-        fenced on that count, so a park meanwhile keeps it)."""
-        return f"{self._events_queues}{validate_event_name(event)}"
+    def event_queues(self, topic: str) -> str:
+        """HASH of the queues that may hold a wait for one event name in one tenant (`topic`; a
+        send wakes each): queue -> how many parks added it (the purge drops a queue whose waits
+        for the topic are gone, fenced on that count, so a park meanwhile keeps it)."""
+        return f"{self._events_queues}{_valid_topic(topic)}"
 
     def event_of_queues(self, queues_key: str) -> str:
-        """The event name an `event_queues` key is of (its text after `:event_queues:`)."""
+        """The topic an `event_queues` key is of (its text after `:event_queues:`)."""
         return queues_key.removeprefix(self._events_queues)
 
     def event_waited(self) -> str:
@@ -281,3 +294,10 @@ def _tier(tier: str) -> str:
 def job_id_of(job_key: str) -> str:
     """The job id a job key names (the text after `:job:`)."""
     return job_key.split(JOB_MARK, 1)[1]
+
+
+def _valid_topic(topic: str) -> str:
+    """`topic` when it is an `event_topic` spelling, so no key of the bus is built from free text."""
+    if not isinstance(topic, str) or not EVENT_TOPIC.fullmatch(topic):
+        raise EventInvalidError(f"{topic!r} is not an event topic (Keys.event_topic)")
+    return topic

@@ -9,7 +9,7 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from xjobs.errors import AppStateError, ClaimQueuesEmptyError
 
-DRIVER_API_VERSION: Final = 2
+DRIVER_API_VERSION: Final = 3
 
 JobState = Literal["ready", "running", "waiting", "completed", "failed", "dead", "cancelled"]
 JOB_STATES: Final[tuple[JobState, ...]] = (

@@ -109,12 +109,14 @@ class StepStore(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class EventRecord:
-    """One sent event; `payload` is the JSON text of an object."""
+    """One sent event; `payload` is the JSON text of an object, `tenant` the org it was sent in
+    (`None`: the untenanted scope)."""
 
     id: str
     name: str
     payload: str
     sent_at_ms: int
+    tenant: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +124,9 @@ class EventWait:
     """A parked run's registration for one event (a job waits for one event at a time).
 
     `match` is the JSON text of an object: each of its top-level keys must be present in the
-    event's payload with an equal JSON value (deep equality; `true` is not `1`, `1` is `1.0`).
+    event's payload with an equal JSON value (deep equality; `true` is not `1`, `1` is `1.0`,
+    numbers by exact decimal value, so an integer beyond 2^53 equals only itself). `tenant` is
+    the run's (`None`: the untenanted scope); only an event sent in the same tenant matches.
     """
 
     job_id: str
@@ -133,25 +137,32 @@ class EventWait:
     match: str
     since_ms: int
     deadline_ms: int | None
+    tenant: str | None = None
 
 
 @runtime_checkable
 class EventBus(Protocol):
-    """Events for `step.wait_for_event`, with ONE clock: `now()` stamps waits, sends and timeouts."""
+    """Events for `step.wait_for_event`, with ONE clock: `now()` stamps waits, sends and timeouts.
+
+    Events are scoped by tenant: an event sent in one tenant (`None` is the untenanted scope, a
+    scope of its own) is stored with it and never wakes, nor is found by, a wait of another.
+    """
 
     async def now(self) -> int:
         """The bus's clock, in epoch ms (the server's where there is one, else the injected clock)."""
         ...
 
-    async def send(self, name: str, payload: str) -> EventRecord:
-        """Store an event stamped `now()` and, atomically with it, wake every parked run whose wait it
-        matches (its job goes from `waiting` to due now, if it still waits under that run id); those
-        waits are dropped."""
+    async def send(self, name: str, payload: str, *, tenant: str | None = None) -> EventRecord:
+        """Store an event of `tenant` stamped `now()` and, atomically with it, wake every parked run
+        of that tenant whose wait it matches (its job goes from `waiting` to due now, if it still
+        waits under that run id); those waits are dropped."""
         ...
 
-    async def find(self, name: str, match: str, since_ms: int) -> EventRecord | None:
-        """The earliest stored event of `name` matching `match` with `sent_at_ms >= since_ms`
-        (ordered by `sent_at_ms`, then id)."""
+    async def find(
+        self, name: str, match: str, since_ms: int, *, tenant: str | None = None
+    ) -> EventRecord | None:
+        """The earliest stored event of `name` sent in `tenant` matching `match` with
+        `sent_at_ms >= since_ms` (ordered by `sent_at_ms`, then id)."""
         ...
 
     async def park(self, claim: Claim, wait: EventWait, nack: Nack) -> bool:
@@ -159,8 +170,9 @@ class EventBus(Protocol):
 
         The park stores the settle room's `nack` (`waiting`, the attempt handed back) with the
         driver's fence (state running and the claim). The job is due at `nack.run_at_ms`, or now
-        when an event matching the wait was sent at or after `wait.since_ms` (so an event sent
-        between the run's last look and the park is not lost). Answers whether the park landed.
+        when an event of the wait's tenant matching it was sent at or after `wait.since_ms` (so an
+        event sent between the run's last look and the park is not lost). Answers whether the park
+        landed.
         """
         ...
 

@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from xjobs.clock import Clock
 from xjobs.contract.driver import Claim, Nack
 from xjobs.contract.stores import EventRecord, EventWait
-from xjobs.event_match import matches
+from xjobs.event_match import decode_object, matches
 from xjobs.ids import new_id
 from xjobs.memory.driver import MemoryJobDriver
 
 
 class MemoryEventBus:
-    """Events per name in send order, and at most one wait per job."""
+    """Events per (tenant, name) in send order, and at most one wait per job."""
 
     def __init__(self, clock: Clock, jobs: MemoryJobDriver) -> None:
         self._clock = clock
         self._jobs = jobs
-        self._events: dict[str, list[EventRecord]] = {}
+        self._events: dict[tuple[str | None, str], list[EventRecord]] = {}
         self._waits: dict[str, EventWait] = {}  # by job id
         jobs.on_remove(self._forget_run)
 
@@ -31,44 +30,47 @@ class MemoryEventBus:
     async def now(self) -> int:
         return self._clock.now_ms()
 
-    async def send(self, name: str, payload: str) -> EventRecord:
-        record = EventRecord(new_id(), name, payload, self._clock.now_ms())
-        self._events.setdefault(name, []).append(record)
-        body = json.loads(payload)
-        for wait in [w for w in self._waits.values() if w.event == name]:
-            if matches(body, json.loads(wait.match)):
+    async def send(self, name: str, payload: str, *, tenant: str | None = None) -> EventRecord:
+        record = EventRecord(new_id(), name, payload, self._clock.now_ms(), tenant)
+        self._events.setdefault((tenant, name), []).append(record)
+        body = decode_object(payload)
+        for wait in [w for w in self._waits.values() if (w.tenant, w.event) == (tenant, name)]:
+            if matches(body, decode_object(wait.match)):
                 del self._waits[wait.job_id]
                 self._jobs.wake_waiting(wait.job_id, wait.run_id)
         return record
 
-    def _find(self, name: str, match: str, since_ms: int) -> EventRecord | None:
-        wanted = json.loads(match)
-        candidates = [e for e in self._events.get(name, []) if e.sent_at_ms >= since_ms]
+    def _find(self, name: str, match: str, since_ms: int, tenant: str | None) -> EventRecord | None:
+        wanted = decode_object(match)
+        sent = self._events.get((tenant, name), [])
+        candidates = [e for e in sent if e.sent_at_ms >= since_ms]
         for event in sorted(candidates, key=lambda e: (e.sent_at_ms, e.id)):
-            if matches(json.loads(event.payload), wanted):
+            if matches(decode_object(event.payload), wanted):
                 return event
         return None
 
-    async def find(self, name: str, match: str, since_ms: int) -> EventRecord | None:
-        return self._find(name, match, since_ms)
+    async def find(
+        self, name: str, match: str, since_ms: int, *, tenant: str | None = None
+    ) -> EventRecord | None:
+        return self._find(name, match, since_ms, tenant)
 
     async def park(self, claim: Claim, wait: EventWait, nack: Nack) -> bool:
         if not self._jobs.holds(claim):
             return False
-        if self._find(wait.event, wait.match, wait.since_ms) is not None:
+        if self._find(wait.event, wait.match, wait.since_ms, wait.tenant) is not None:
             nack = replace(nack, run_at_ms=self._clock.now_ms())
         self._waits[wait.job_id] = wait
         return await self._jobs.nack(claim, nack)
 
     async def purge_expired(self, older_than_ms: int) -> int:
         purged = 0
-        for name, events in list(self._events.items()):
+        for topic, events in list(self._events.items()):
             kept = [e for e in events if e.sent_at_ms >= older_than_ms]
             purged += len(events) - len(kept)
             if kept:
-                self._events[name] = kept
+                self._events[topic] = kept
             else:
-                del self._events[name]
+                del self._events[topic]
         for job_id, wait in list(self._waits.items()):
             if wait.deadline_ms is not None and wait.deadline_ms < older_than_ms:
                 del self._waits[job_id]

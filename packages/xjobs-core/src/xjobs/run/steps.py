@@ -6,10 +6,11 @@ import asyncio
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar, overload
 
+from xjobs.actor import current_actor
 from xjobs.clock import Clock
 from xjobs.codec import decode_result, encode_result, return_annotation
 from xjobs.contract.driver import WAIT_FOREVER_MS, Claim
@@ -48,14 +49,22 @@ class StepSuspension(BaseException):
         self.wait = wait
 
 
+def _run_org() -> str | None:
+    """The org of the actor `execute_job` installs for the run: the run's tenant (`None` for a
+    `tenant="none"` job)."""
+    actor = current_actor()
+    return None if actor is None else actor.org_id
+
+
 @dataclass(frozen=True, slots=True)
 class StepRun:
-    """Which run the steps belong to and what bounds them."""
+    """Which run the steps belong to, the tenant its event waits are scoped to, and what bounds it."""
 
     claim: Claim
     run_id: str
     queue: str
     step_timeout_ms: int | None
+    tenant: str | None = field(default_factory=_run_org)
 
 
 class StepApi:
@@ -162,8 +171,9 @@ class StepApi:
         match: Mapping[str, Any] | None = None,
         timeout: timedelta | float | None = None,  # noqa: ASYNC109 - a durable wait's bound, not a call's
     ) -> Any:
-        """The payload of the first `event` sent after this wait began whose payload `match`es
-        (each key present with an equal value), or `None` once `timeout` passed on the bus's clock.
+        """The payload of the first `event` sent in the run's tenant (`ctx.tenant`; the untenanted
+        scope for a `tenant="none"` job) after this wait began whose payload `match`es (each key
+        present with an equal value), or `None` once `timeout` passed on the bus's clock.
 
         The run parks meanwhile; an event sent between its last look and the park still wakes it.
         """
@@ -192,7 +202,7 @@ class StepApi:
                 state["deadline_ms"],
             )
             timed_out = wait.deadline_ms is not None and await bus.now() >= wait.deadline_ms
-        found = await bus.find(wait.event, wait.match, wait.since_ms)
+        found = await bus.find(wait.event, wait.match, wait.since_ms, tenant=wait.tenant)
         if found is not None or timed_out:
             payload = None if found is None else json.loads(found.payload)
             outcome = {"event_id": None if found is None else found.id, "payload": payload}
@@ -210,7 +220,15 @@ class StepApi:
     ) -> EventWait:
         run = self._run
         return EventWait(
-            run.claim.job_id, run.run_id, run.queue, step, event, match, since_ms, deadline_ms
+            run.claim.job_id,
+            run.run_id,
+            run.queue,
+            step,
+            event,
+            match,
+            since_ms,
+            deadline_ms,
+            run.tenant,
         )
 
     async def _sleep(self, name: str, wake_at: Callable[[], int]) -> None:

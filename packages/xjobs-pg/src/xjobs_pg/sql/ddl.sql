@@ -453,3 +453,27 @@ alter table {schema}.result_watches set (
 
 insert into {schema}.schema_version (singleton, version) values (true, 13)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);
+
+-- Version 14, events scoped by tenant (issue 40). An event is stored with the tenant it was sent
+-- in and a wait with the tenant of its run, the untenanted scope spelled as the empty string (no
+-- org id is empty, the bus refuses one), so the column is not null and the lookups are plain
+-- equality on an index. Rows written before version 14 are of the untenanted scope: a wait parked
+-- by an older release is woken by an untenanted send or its timeout, and moves to the tenant of
+-- its run at its next park. The find and the look of a park read (tenant, name, sent_at, id), the
+-- wake of a send (tenant, event), so the indexes of version 1 on the name alone go.
+alter table {schema}.events add column if not exists tenant text not null default '';
+
+alter table {schema}.event_waits add column if not exists tenant text not null default '';
+
+create index if not exists events_by_tenant_name
+    on {schema}.events (tenant, name, sent_at_ms, id);
+
+create index if not exists event_waits_by_tenant_event
+    on {schema}.event_waits (tenant, event);
+
+drop index if exists {schema}.events_by_name;
+
+drop index if exists {schema}.event_waits_by_event;
+
+insert into {schema}.schema_version (singleton, version) values (true, 14)
+    on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Final
 
 from xjobs.contract.driver import Claim, Nack
 from xjobs.contract.introspection import COUNTED_OUTCOMES
 from xjobs.contract.stores import EventWait, StepRecord
 from xjobs_redis.executor import Arg, Call
 from xjobs_redis.keys import Keys
+
+# How many stored events one step of a find reads at most (event_find.lua): a find over a busy
+# name is several short script calls, never one that holds the server while it walks them all.
+FIND_BATCH: Final = 200
 
 
 def step_put(k: Keys, *, queue: str, claim: Claim, record: StepRecord) -> Call:
@@ -32,19 +37,31 @@ def step_put(k: Keys, *, queue: str, claim: Claim, record: StepRecord) -> Call:
     return Call("step_put", keys, args)
 
 
-def event_send(k: Keys, *, now: str, name: str, event_id: str, payload: str) -> Call:
-    """Store an event of `name`; answers its sent time and the queues whose waits to wake."""
-    keys = [k.event_names(), k.events_sent(name), k.event_payloads(), k.event_queues(name)]
+def event_send(
+    k: Keys, *, now: str, name: str, event_id: str, payload: str, tenant: str | None = None
+) -> Call:
+    """Store an event of `name` in `tenant`; answers its sent time and the queues whose waits to
+    wake."""
+    topic = k.event_topic(name, tenant)
+    keys = [k.event_names(), k.events_sent(topic), k.event_payloads(), k.event_queues(topic)]
     return Call("event_send", keys, [now, event_id, payload])
 
 
 def event_wake(
-    k: Keys, *, now: str, queue: str, name: str, payload: str, job_id: str | None = None
+    k: Keys,
+    *,
+    now: str,
+    queue: str,
+    name: str,
+    payload: str,
+    job_id: str | None = None,
+    tenant: str | None = None,
 ) -> Call:
-    """Wake `queue`'s waits for `name` that `payload` matches (only `job_id`'s, when given)."""
+    """Wake `queue`'s waits for `name` in `tenant` that `payload` matches (only `job_id`'s, when
+    given)."""
     keys = [
         k.event_waits(queue),
-        k.event_waiting(queue, name),
+        k.event_waiting(queue, k.event_topic(name, tenant)),
         k.event_deadlines(queue),
         k.ready(queue),
         k.delayed(queue),
@@ -53,9 +70,20 @@ def event_wake(
     return Call("event_wake", keys, [now, payload, job_id or ""])
 
 
-def event_find(k: Keys, *, name: str, match: str, since_ms: int) -> Call:
-    """Find the earliest event of `name` sent since `since_ms` that `match` matches."""
-    return Call("event_find", [k.events_sent(name), k.event_payloads()], [match, since_ms])
+def event_find(
+    k: Keys,
+    *,
+    name: str,
+    match: str,
+    since_ms: int,
+    tenant: str | None = None,
+    after: str = "",
+    batch: int = FIND_BATCH,
+) -> Call:
+    """One step of the find of the earliest event of `name` in `tenant` sent since `since_ms`
+    that `match` matches: `batch` events at most, after the cursor `after` ('' to begin)."""
+    keys = [k.events_sent(k.event_topic(name, tenant)), k.event_payloads()]
+    return Call("event_find", keys, [match, since_ms, after, batch])
 
 
 def _wait_entry(k: Keys, wait: EventWait) -> str:
@@ -67,10 +95,11 @@ def _wait_entry(k: Keys, wait: EventWait) -> str:
         "queue": wait.queue,
         "step": wait.step,
         "event": wait.event,
+        "tenant": wait.tenant,
         "match": wait.match,
         "since_ms": wait.since_ms,
         "deadline_ms": wait.deadline_ms,
-        "index": k.event_waiting(wait.queue, wait.event),
+        "index": k.event_waiting(wait.queue, k.event_topic(wait.event, wait.tenant)),
         "job": k.job(wait.queue, wait.job_id),
     }
     return json.dumps(entry, ensure_ascii=False)
@@ -81,7 +110,7 @@ def event_park(k: Keys, *, now: str, queue: str, claim: Claim, wait: EventWait, 
     keys = [
         *k.rescheduling(queue, claim.job_id),
         k.event_waits(queue),
-        k.event_waiting(queue, wait.event),
+        k.event_waiting(queue, k.event_topic(wait.event, wait.tenant)),
         k.event_deadlines(queue),
         k.waiting(queue),
         k.errors(queue),
@@ -124,8 +153,8 @@ def event_purge(k: Keys, *, older_than_ms: int) -> Call:
 
 
 def event_queues_prune(k: Keys, *, unwaited: Sequence[tuple[str, str, str]]) -> Call:
-    """Drop each `(event name, queue, park count)`: a queue found holding no wait for the name,
-    unless a park counted itself since."""
-    keys = [k.event_waited(), *(k.event_queues(name) for name, _, _ in unwaited)]
+    """Drop each `(topic, queue, park count)`: a queue found holding no wait for the topic (an
+    event name in a tenant, `Keys.event_topic`), unless a park counted itself since."""
+    keys = [k.event_waited(), *(k.event_queues(topic) for topic, _, _ in unwaited)]
     args: list[Arg] = [json.dumps([queue, count]) for _, queue, count in unwaited]
     return Call("event_queues_prune", keys, args)

@@ -384,18 +384,39 @@ end
 
 -- JSON as the event match reads it. cjson decodes [] and {} alike (an empty table), so each
 -- empty array outside a string is first rewritten to EMPTY_ARRAY: a string holding a NUL, which
--- no payload or match holds (xjobs.payload refuses NUL), so it equals only another [].
+-- no payload or match holds (xjobs.payload refuses NUL), so it equals only another []. cjson
+-- also reads a number as a double (2^63-1000 and 2^63-872 are one double), so each number
+-- outside a string is rewritten to a NUL-led string of its exact value (exact_number): two
+-- numbers are equal exactly when their decimal values are, as Postgres' numeric and
+-- xjobs.event_match have it (1 is 1.0, 1e30 is 10^30, a 64-bit id is only itself).
 local EMPTY_ARRAY = '"\\u0000[]"'
-local QUOTE, BACKSLASH, CLOSE_BRACKET = 34, 92, 93
+local QUOTE, BACKSLASH, OPEN_BRACKET, CLOSE_BRACKET = 34, 92, 91, 93
+
+-- A JSON number's exact value spelled one way: the sign, the digits without leading or trailing
+-- zeros, and the power of ten ('-125e-1' for -12.50); zero is '0' whatever its sign.
+local function exact_number(token)
+  local sign, int, frac, exp = string.match(token, '^(%-?)(%d+)%.?(%d*)[eE]?([-+]?%d*)$')
+  if sign == nil then
+    return token -- not a number cjson would read: cjson refuses the text
+  end
+  local digits = string.gsub(int .. frac, '^0+', '')
+  if digits == '' then
+    return '0'
+  end
+  local trimmed = string.gsub(digits, '0+$', '')
+  local power = (tonumber(exp) or 0) - #frac + #digits - #trimmed
+  return sign .. trimmed .. 'e' .. power
+end
 
 local function decode_json(text)
   local parts, from, i = {}, 1, 1
   while true do
-    i = string.find(text, '["%[]', i)
+    i = string.find(text, '["%[%-%d]', i)
     if i == nil then
       break
     end
-    if string.byte(text, i) == QUOTE then
+    local byte = string.byte(text, i)
+    if byte == QUOTE then
       -- skip the string: to the first quote that no backslash escapes
       repeat
         local j = string.find(text, '["\\]', i + 1)
@@ -405,7 +426,7 @@ local function decode_json(text)
         local escaped = string.byte(text, j) == BACKSLASH
         i = escaped and j + 1 or j
       until not escaped
-    else
+    elseif byte == OPEN_BRACKET then
       local j = string.find(text, '[^ \t\n\r]', i + 1)
       if j ~= nil and string.byte(text, j) == CLOSE_BRACKET then
         parts[#parts + 1] = string.sub(text, from, i - 1)
@@ -413,6 +434,12 @@ local function decode_json(text)
         from = j + 1
         i = j
       end
+    else
+      local j = (string.find(text, '[^%d%.eE%+%-]', i) or #text + 1) - 1
+      parts[#parts + 1] = string.sub(text, from, i - 1)
+      parts[#parts + 1] = '"\\u0000' .. exact_number(string.sub(text, i, j)) .. '"'
+      from = j + 1
+      i = j
     end
     i = i + 1
   end
@@ -420,9 +447,9 @@ local function decode_json(text)
   return cjson.decode(table.concat(parts))
 end
 
--- Deep JSON equality as xjobs.event_match has it: numbers by value (1 is 1.0), a boolean never a
--- number, key order moot, null (cjson.null) only null. A non-empty array's keys are numbers and
--- an object's are strings, so the two never compare equal.
+-- Deep JSON equality as xjobs.event_match has it: numbers by exact value (decode_json spells
+-- each one), a boolean never a number, key order moot, null (cjson.null) only null. A non-empty
+-- array's keys are numbers and an object's are strings, so the two never compare equal.
 local function json_equal(a, b)
   if type(a) ~= type(b) then
     return false
@@ -453,26 +480,31 @@ local function json_matches(payload, match)
   return true
 end
 
-local FIND_PAGE = 100
-
--- The earliest event of one name (its `sent` ZSET: by sent_at_ms, then id) sent at or after
--- since_ms whose payload matches the decoded `match`: {id, sent_at_ms, payload}, or nil.
-local function first_match(sent, payloads, match, since_ms)
-  local offset = 0
-  while true do
-    local page = redis.call('ZRANGEBYSCORE', sent, since_ms, '+inf', 'WITHSCORES', 'LIMIT',
-      offset, FIND_PAGE)
-    if #page == 0 then
-      return nil
-    end
-    for i = 1, #page, 2 do
-      local payload = redis.call('HGET', payloads, page[i])
-      if payload and json_matches(decode_json(payload), match) then
-        return {page[i], tonumber(page[i + 1]), payload}
-      end
-    end
-    offset = offset + FIND_PAGE
+-- One bounded step of the look for the earliest event of one name (its `sent` ZSET: by
+-- sent_at_ms, then id) sent at or after since_ms whose payload matches the decoded `match`: it
+-- reads `batch` entries at most, those after the entry `after` (the cursor the step before
+-- answered), or from since_ms when `after` is '' or was purged since (with every entry before it,
+-- the purge taking the oldest first). Answers {'found', id, sent_at_ms, payload}, {'more', the
+-- cursor} when the batch ran out first, or {} when no entry is left: a busy name never holds the
+-- server for more than one batch.
+local function first_match(sent, payloads, match, since_ms, after, batch)
+  local rank = after ~= '' and redis.call('ZRANK', sent, after)
+  local page
+  if rank then
+    page = redis.call('ZRANGE', sent, rank + 1, rank + batch, 'WITHSCORES')
+  else
+    page = redis.call('ZRANGEBYSCORE', sent, since_ms, '+inf', 'WITHSCORES', 'LIMIT', 0, batch)
   end
+  for i = 1, #page, 2 do
+    local payload = redis.call('HGET', payloads, page[i])
+    if payload and json_matches(decode_json(payload), match) then
+      return {'found', page[i], tonumber(page[i + 1]), payload}
+    end
+  end
+  if #page < 2 * batch then
+    return {}
+  end
+  return {'more', page[#page - 1]}
 end
 
 -- Drop a job's event wait (its entry, its event's index, its deadline) if it has one.

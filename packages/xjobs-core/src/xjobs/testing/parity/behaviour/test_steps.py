@@ -466,9 +466,9 @@ class TestWaitForEvent:
             result = await flow.enqueue(Item(key="o-7"))
             await app.run_worker(until_idle=True)
             parked = await app.get_job(result.job_id)
-            await app.send_event("order.paid", {"order": "o-8"})
+            await app.send_event("order.paid", {"order": "o-8"}, tenant="org-1")
             missed = await app.run_worker(until_idle=True)
-            await app.send_event("order.paid", {"order": "o-7", "amount": 12.5})
+            await app.send_event("order.paid", {"order": "o-7", "amount": 12.5}, tenant="org-1")
             woke = await app.run_worker(until_idle=True)
             done = await app.get_job(result.job_id)
         assert (parked.state, parked.attempt) == ("waiting", 0)
@@ -492,7 +492,7 @@ class TestWaitForEvent:
             parked = await app.get_job(result.job_id)
             parity.clock.advance(_ms(timedelta(days=365)))
             idle = await app.run_worker(until_idle=True)
-            await app.send_event("contract.signed", {"by": "ada"})
+            await app.send_event("contract.signed", {"by": "ada"}, tenant="org-1")
             await app.run_worker(until_idle=True)
             done = await app.get_job(result.job_id)
         assert parked.run_at_ms == WAIT_FOREVER_MS
@@ -517,7 +517,7 @@ class TestWaitForEvent:
             await app.run_worker(until_idle=True)
             parity.clock.advance(_ms(timedelta(hours=1, seconds=1)))
             await app.run_worker(until_idle=True)
-            await app.send_event("ticket.reply", {"text": "too late"})
+            await app.send_event("ticket.reply", {"text": "too late"}, tenant="org-1")
             await app.run_worker(until_idle=True)
             record = await app.get_job(result.job_id)
         assert seen == [None, None]
@@ -531,7 +531,7 @@ class TestWaitForEvent:
             return await ctx.step.wait_for_event("go", "launch.go", timeout=MINUTE)
 
         async with parity.app(jobs=[flow]) as app:
-            await app.send_event("launch.go", {"early": True})
+            await app.send_event("launch.go", {"early": True}, tenant="org-1")
             parity.clock.advance(_ms(timedelta(seconds=1)))
             result = await flow.enqueue(Item())
             await app.run_worker(until_idle=True)
