@@ -83,21 +83,20 @@ class WebhookEvent(BaseModel):
             raise ValueError(exc.message) from None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Endpoint:
     """Where an endpoint id delivers: its `url` (http or https), the `secrets` each request is
     signed with (one signature per secret: list the new one beside the old while rotating), and
-    the org that owns it (required when the job is org-scoped)."""
+    the org that owns it (required when the job is org-scoped). Its repr shows no secret."""
 
     url: str
     secrets: tuple[str, ...]
     org_id: str | None = None
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.url) if isinstance(self.url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        if not _dialable(self.url):
             raise WebhookInvalidError(
-                f"webhook endpoint url {self.url!r:.120} must be http(s)://host/…"
+                f"webhook endpoint url {_shown(self.url)!r:.120} must be http(s)://host[:port]/…"
             )
         raw: object = self.secrets  # a lone secret may be given as a str
         given = (raw,) if isinstance(raw, str) else tuple(self.secrets)
@@ -106,6 +105,32 @@ class Endpoint:
         for secret in given:
             secret_key(secret)
         object.__setattr__(self, "secrets", given)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(url={_shown(self.url)!r}, "
+            f"secrets=<{len(self.secrets)} hidden>, org_id={self.org_id!r})"
+        )
+
+
+def _dialable(url: object) -> bool:
+    """An http(s) URL with a host and, if any, a valid port (read here, not at the first attempt)."""
+    if not isinstance(url, str):
+        return False
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises for a malformed port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _shown(url: object) -> object:
+    """A URL as a message or a repr shows it: without its userinfo (a password may be there)."""
+    if not isinstance(url, str):
+        return url
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
 Resolved = Endpoint | None | Awaitable[Endpoint | None]
@@ -125,21 +150,26 @@ async def _resolve(endpoints: EndpointSource, endpoint: str) -> Endpoint | None:
     return found
 
 
-def _refusal(
-    mode: TenantMode, ctx: JobContext, event: WebhookEvent, endpoint: Endpoint | None
-) -> XJobsError | None:
-    """Why this attempt may not dial at all: the org (read off the input) is missing or not the
-    run's or not the endpoint's, or the endpoint is unknown."""
+def _foreign(mode: TenantMode, ctx: JobContext, event: WebhookEvent) -> XJobsError | None:
+    """Why an org-scoped event may not be delivered by this run: it names no org, or not the org
+    the run acts for (`ctx.tenant`, the job's stored tenant: a row enqueued by an older release,
+    or written past the facade, may carry another org than its input names)."""
     if mode == "org" and (event.org_id is None or event.org_id != ctx.tenant):
         return TenantMismatchError(
             f"the event names org {event.org_id!r} but the run acts for {ctx.tenant!r}"
         )
+    return None
+
+
+def _unreachable(
+    mode: TenantMode, event: WebhookEvent, endpoint: Endpoint | None
+) -> XJobsError | None:
+    """Why the event's endpoint is not one this run may write to: unknown, or another org's."""
     if endpoint is None:
         return WebhookEndpointUnknownError(f"no webhook endpoint has id {event.endpoint!r}")
     if mode == "org" and endpoint.org_id != event.org_id:
         return TenantMismatchError(
-            f"endpoint {event.endpoint!r} belongs to org {endpoint.org_id!r}, "
-            f"the event to {event.org_id!r}"
+            f"endpoint {event.endpoint!r} belongs to another org than the event's ({event.org_id!r})"
         )
     return None
 
@@ -168,6 +198,7 @@ class _Delivery:
     policy: LedgerPolicy
     timeout_s: float
     clock: Clock
+    allow_private: bool
 
     def store(self) -> WebhookLedger:
         found = self.ledger()
@@ -200,18 +231,26 @@ class _Delivery:
         )
 
     async def run(self, ctx: JobContext, event: WebhookEvent) -> dict[str, Any]:
-        """One attempt: gate, dial, record, then return or raise."""
+        """One attempt: gate, dial, record, then return or raise. An attempt refused before its
+        endpoint is known to be the run's org's writes no ledger row: the ledger it would land in
+        may be another org's (or no endpoint's)."""
         ledger = self.store()
+        foreign = _foreign(self.mode, ctx, event)
+        if foreign is not None:
+            raise foreign
         endpoint = await _resolve(self.endpoints, event.endpoint)
-        refusal = _refusal(self.mode, ctx, event, endpoint)
-        if refusal is None and (await ledger.state(event.endpoint)).disabled:
+        unreachable = _unreachable(self.mode, event, endpoint)
+        if unreachable is not None or endpoint is None:
+            raise unreachable or WebhookEndpointUnknownError(event.endpoint)
+        if (await ledger.state(event.endpoint)).disabled:
             refusal = WebhookEndpointDisabledError(f"endpoint {event.endpoint!r} is disabled")
-        if refusal is not None or endpoint is None:
             await ledger.record(self.attempt(ctx, event, "skipped", error=refusal), self.policy)
-            raise refusal or WebhookEndpointUnknownError(event.endpoint)
+            raise refusal
         body = wire_body(event)
         headers = signed_headers(endpoint.secrets, event.id, int(time.time()), body)
-        answer = await post(endpoint.url, headers, body, self.timeout_s)
+        answer = await post(
+            endpoint.url, headers, body, self.timeout_s, allow_private=self.allow_private
+        )
         recorded = self.attempt(
             ctx,
             event,
@@ -253,6 +292,7 @@ def webhook(
     request_timeout: timedelta = DEFAULT_REQUEST_TIMEOUT,
     timeout: timedelta | None = None,
     clock: Clock | None = None,
+    allow_private: bool = False,
 ) -> JobHandle[WebhookEvent]:
     """A job that delivers ONE `WebhookEvent` to ONE endpoint, with no steps.
 
@@ -265,7 +305,15 @@ def webhook(
     attempt but a cancelled one is recorded in the ledger before the attempt raises; after
     `disable_after` failures in a row the endpoint is disabled and never dialled again until
     `ledger.enable()`. With `tenant="org"` the org is read off the input (`org_id`): a run whose
-    org is not the input's, or an endpoint of another org, is terminal `XJOBS_JOB_TENANT_MISMATCH`.
+    org is not the input's, or an endpoint of another org, is terminal `XJOBS_JOB_TENANT_MISMATCH`
+    and writes no ledger row.
+
+    The endpoint's host is resolved at each attempt and the request dials the address checked: a
+    loopback, private (RFC 1918, ULA), shared (100.64/10), link-local, metadata, multicast,
+    unspecified or reserved address (IPv4-mapped and NAT64 forms included) is terminal
+    `XJOBS_WEBHOOK_ADDRESS_REFUSED`, never dialled. `allow_private=True` opens loopback, private
+    and shared addresses, never the others. The answer is asked for and read as `identity`, at
+    most a few KiB of it, never decoded.
     """
     if tenant not in ("org", "none"):
         raise DeclarationInvalidError(f"webhook tenant must be 'org' or 'none', got {tenant!r}")
@@ -273,6 +321,8 @@ def webhook(
         raise DeclarationInvalidError("webhook endpoints must be a mapping or a callable")
     if not callable(ledger):
         raise DeclarationInvalidError("webhook ledger must be a callable answering the ledger")
+    if not isinstance(allow_private, bool):
+        raise DeclarationInvalidError("webhook allow_private must be True or False")
     request_ms = duration_ms("webhook request_timeout", request_timeout)
     delivery = _Delivery(
         endpoints=endpoints,
@@ -281,6 +331,7 @@ def webhook(
         policy=LedgerPolicy(disable_after=disable_after, keep=keep),
         timeout_s=request_ms / 1000,
         clock=clock or SystemClock(),
+        allow_private=allow_private,
     )
 
     async def body(ctx: JobContext, event: WebhookEvent) -> dict[str, Any]:

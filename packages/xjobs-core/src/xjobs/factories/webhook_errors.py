@@ -7,8 +7,8 @@ from xjobs.errors import Terminal, XJobsError
 
 
 class TenantMismatchError(Terminal):
-    """A run of an org-scoped job whose input names no org, or another org than the run's (or the
-    endpoint's): terminal, nothing is sent."""
+    """A run of an org-scoped webhook whose event names no org, or another org than the run's (or
+    the endpoint's): terminal, nothing is sent and nothing is recorded in any endpoint's ledger."""
 
     code = errors.JOB_TENANT_MISMATCH
 
@@ -29,6 +29,13 @@ class WebhookRejectedError(Terminal):
     """The receiver answered a 4xx other than 408 and 429, or a redirect (refused, never followed)."""
 
     code = errors.WEBHOOK_REJECTED
+
+
+class WebhookAddressRefusedError(Terminal):
+    """The endpoint's host resolves to an address a webhook never dials (loopback, private,
+    shared, link-local, metadata, multicast, unspecified or reserved): nothing was sent."""
+
+    code = errors.WEBHOOK_ADDRESS_REFUSED
 
 
 class WebhookFailedError(XJobsError):

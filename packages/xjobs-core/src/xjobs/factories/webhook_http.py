@@ -1,4 +1,4 @@
-"""One webhook request over httpx (`xjobs-core[webhook]`, imported lazily): the POST, its bounded excerpt, and what its answer means."""
+"""One webhook request over httpx (`xjobs-core[webhook]`, imported lazily): the POST to the address checked, its bounded raw excerpt, and what its answer means."""
 
 from __future__ import annotations
 
@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Final
 
 from xjobs.contract.webhooks import MAX_EXCERPT_CHARS, WebhookStatus
 from xjobs.errors import ExtraMissingError, XJobsError
-from xjobs.factories.webhook_errors import WebhookFailedError, WebhookRejectedError
+from xjobs.factories.webhook_address import DEFAULT_PORTS, pin
+from xjobs.factories.webhook_errors import (
+    WebhookAddressRefusedError,
+    WebhookFailedError,
+    WebhookRejectedError,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -21,6 +26,10 @@ MAX_RETRY_AFTER_MS: Final = 24 * 3_600_000
 # 408 (request timeout) and 429 (too many requests) are the 4xx answers a retry can cure.
 RETRYABLE_4XX: Final = frozenset({408, 429})
 USER_AGENT: Final = "xjobs-webhook/1"
+# The only Content-Encoding read: the request asks for `identity` and nothing is ever decoded.
+IDENTITY: Final = frozenset({"", "identity"})
+# The most of an answer's body ever read: bytes enough for the excerpt's characters of UTF-8.
+MAX_EXCERPT_BYTES: Final = MAX_EXCERPT_CHARS * 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,29 +91,66 @@ def judge(http_status: int, retry_after: str | None, latency_ms: int, excerpt: s
 
 
 async def _excerpt(response: httpx.Response) -> str:
-    """The start of the body, read no further than the excerpt needs."""
-    limit = MAX_EXCERPT_CHARS * 4  # bytes enough for as many characters of UTF-8
+    """The start of the body as sent, read no further than the excerpt needs and never decoded:
+    an answer in any `Content-Encoding` but identity is not read at all (a few hundred bytes of
+    stacked gzip inflate to gigabytes in one call)."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding not in IDENTITY:
+        return f"[not read: Content-Encoding {encoding!r:.80}]"
+    limit = MAX_EXCERPT_BYTES
     read = bytearray()
-    async for chunk in response.aiter_bytes():
-        read += chunk
+    async for chunk in response.aiter_raw():
+        read += chunk[: limit - len(read)]
         if len(read) >= limit:
             break
-    return bytes(read[:limit]).decode("utf-8", "replace")[:MAX_EXCERPT_CHARS]
+    return bytes(read).decode("utf-8", "replace")[:MAX_EXCERPT_CHARS]
 
 
-async def post(url: str, headers: dict[str, str], body: bytes, timeout_s: float) -> Answer:
-    """POST `body` to `url`, the whole exchange bounded by `timeout_s`. A cancellation of the
-    caller passes through (the attempt is then not an answer at all)."""
+async def post(
+    url: str, headers: dict[str, str], body: bytes, timeout_s: float, *, allow_private: bool
+) -> Answer:
+    """POST `body` to `url`, the whole exchange (the host's resolution included) bounded by
+    `timeout_s`. The host is resolved for this attempt and the request dials the address that was
+    checked (no second lookup), sending the URL's own Host and TLS server name; an address a
+    webhook may not dial answers a `skipped` attempt, nothing sent. A cancellation of the caller
+    passes through (the attempt is then not an answer at all)."""
     httpx = httpx_module()
     started = time.monotonic()
-    sent = {"content-type": "application/json", "user-agent": USER_AGENT, **headers}
     try:
-        async with (
-            asyncio.timeout(timeout_s),
-            httpx.AsyncClient(follow_redirects=False, timeout=timeout_s) as client,
-            client.stream("POST", url, headers=sent, content=body) as response,
-        ):
-            excerpt = await _excerpt(response)
+        target = httpx.URL(url)
+    except httpx.InvalidURL as exc:  # e.g. a dotted address httpx reads otherwise than a resolver
+        unread = WebhookAddressRefusedError(f"the endpoint's url cannot be dialled: {exc}")
+        return Answer("skipped", None, 0, "", unread)
+    host = target.raw_host.decode("ascii")
+    sent = {
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        "accept-encoding": "identity",
+        **headers,
+        "host": target.netloc.decode("ascii"),
+    }
+    # the TLS server name (and the certificate's check) is the URL's host, not the address dialled
+    extensions = {"sni_hostname": host} if target.scheme == "https" else {}
+    try:
+        async with asyncio.timeout(timeout_s):
+            port = target.port or DEFAULT_PORTS[target.scheme]
+            pinned = await pin(host, port, allow_private=allow_private)
+            async with (
+                # environment proxies are not read: a forward proxy would resolve the name again
+                httpx.AsyncClient(follow_redirects=False, timeout=timeout_s, trust_env=False) as c,
+                c.stream(
+                    "POST",
+                    target.copy_with(host=str(pinned.address)),
+                    headers=sent,
+                    content=body,
+                    extensions=extensions,
+                ) as response,
+            ):
+                excerpt = await _excerpt(response)
+    except WebhookAddressRefusedError as refused:
+        return Answer("skipped", None, _since(started), "", refused)
+    except WebhookFailedError as unresolved:
+        return Answer("failed", None, _since(started), "", unresolved)
     except (TimeoutError, httpx.TimeoutException):
         failure = WebhookFailedError(f"the endpoint did not answer within {timeout_s:g} s")
         return Answer("failed", None, _since(started), "", failure)
