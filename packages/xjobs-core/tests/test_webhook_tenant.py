@@ -1,7 +1,7 @@
-"""`webhook()`'s own tenant check: a run that acts for another org than its event names (a row an
-older release enqueued with the enqueuer's org, or one written past the facade) sends nothing and
-writes no ledger row. The run's tenant is the context's (`ctx.tenant`); the row is claimed from
-the memory backend and its context given the stored tenant, as a worker gives it."""
+"""`webhook()`'s own tenant check: a run that acts for another org than its event names (or whose
+event names none) sends nothing and writes no ledger row. The worker derives a run's org from the
+event itself, so the run here is built by hand: a row stored for org-a, claimed from the memory
+backend, its context acting for that stored tenant while the event names org-b or no org."""
 
 from __future__ import annotations
 

@@ -152,8 +152,8 @@ async def _resolve(endpoints: EndpointSource, endpoint: str) -> Endpoint | None:
 
 def _foreign(mode: TenantMode, ctx: JobContext, event: WebhookEvent) -> XJobsError | None:
     """Why an org-scoped event may not be delivered by this run: it names no org, or not the org
-    the run acts for (`ctx.tenant`, the job's stored tenant: a row enqueued by an older release,
-    or written past the facade, may carry another org than its input names)."""
+    the run acts for (`ctx.tenant`). A run enqueued through the facade always agrees (its tenant
+    is derived from this field); the rule is held here, where the request is signed and sent."""
     if mode == "org" and (event.org_id is None or event.org_id != ctx.tenant):
         return TenantMismatchError(
             f"the event names org {event.org_id!r} but the run acts for {ctx.tenant!r}"
