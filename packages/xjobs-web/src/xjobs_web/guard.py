@@ -22,6 +22,8 @@ from xjobs.errors import (
     BackendUnavailableError,
     JobNotFoundError,
     TaskNotRegisteredError,
+    TenantScopeInvalidError,
+    TenantScopeSharedError,
 )
 from xjobs_web import csrf
 from xjobs_web.errors import (
@@ -39,6 +41,8 @@ MAX_FORM_BYTES = 256 * 1024
 STATUS = {
     ActionRefusedError.code: 403,
     TenantDeniedError.code: 403,
+    TenantScopeInvalidError.code: 403,
+    TenantScopeSharedError.code: 403,
     HostRefusedError.code: 400,
     FormTooLargeError.code: 413,
     JobNotFoundError.code: 404,
