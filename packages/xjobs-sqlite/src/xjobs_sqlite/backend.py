@@ -16,6 +16,7 @@ from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.install import install
 from xjobs_sqlite.introspection import SqliteIntrospection
 from xjobs_sqlite.outbox import SqliteOutboxStore
+from xjobs_sqlite.rates import SqliteRateStore
 from xjobs_sqlite.results import SettleWaiters, SqliteResults
 from xjobs_sqlite.retention import SqliteRetention
 from xjobs_sqlite.scheduler import SqliteLeader, SqliteSchedulerState
@@ -90,6 +91,7 @@ async def open_backend(
         jobs=jobs,
         workers=SqliteWorkerRegistry(executor),
         slots=SqliteSlotStore(executor),
+        rates=SqliteRateStore(executor),
         steps=SqliteStepStore(executor),
         events=SqliteEventBus(executor, source),
         retention=SqliteRetention(executor),

@@ -7,7 +7,7 @@ from typing import Final
 
 from xjobs_sqlite.sql import split_statements, sql
 
-SCHEMA_VERSION: Final = 8
+SCHEMA_VERSION: Final = 9
 
 
 def installed_version(conn: sqlite3.Connection) -> int | None:

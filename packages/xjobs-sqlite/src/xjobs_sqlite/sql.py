@@ -25,6 +25,7 @@ SQL_FILES = (
     "backfills.sql",
     "webhooks.sql",
     "outbox.sql",
+    "rates.sql",
 )
 
 

@@ -285,3 +285,12 @@ create index if not exists outbox_unpublished on outbox (staged_at_ms, id)
 
 create index if not exists outbox_published on outbox (published_at_ms)
     where published_at_ms is not null;
+
+-- Fleet rate limits: one GCRA bucket per key, its theoretical arrival time in epoch ms (a row
+-- whose time has passed is an idle, full bucket), and its deferral line, the instant the next
+-- run refused by the full bucket is due.
+create table if not exists rates (
+    key text primary key,
+    tat_ms real not null,
+    line_ms real not null default 0
+) without rowid;
