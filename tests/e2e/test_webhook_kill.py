@@ -2,7 +2,8 @@
 
 A worker killed with `kill -9` mid-request leaves no ledger row for that attempt; a new worker
 retries once the dead one's lease lapses, and the receiver gets the same `webhook-id` again,
-signed. A 503 is recorded then retried to a delivery; a 410 is terminal. The ledger is read back.
+signed. A 503 is recorded then retried to a delivery; a 410 is terminal. A receiver answering a
+decompression bomb neither kills the worker nor grows it. The ledger is read back.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ sys.path.remove(str(HERE))
 WAIT_S = 30.0
 POLL_S = 0.05
 LEASE_S = "1"  # the killed worker's claim lapses after this
+# What a worker may grow by reading a bomb's answer, over one that read a plain "ok": far under
+# the 100 MiB the answer inflates to.
+MAX_GROWTH_KIB = 32 * 1024
 
 
 @pytest.fixture
@@ -171,3 +175,36 @@ async def test_a_503_is_recorded_and_retried_and_a_410_is_terminal(
     (gone_row,) = await _ledger(durable_url, "gone")
     assert (gone_row.status, gone_row.http_status) == ("rejected", 410)
     assert all(verified for _, _, verified in receiver.seen)
+
+
+def _peak_rss_kib(process: subprocess.Popen[str]) -> int:
+    """The process's peak resident set so far (Linux `VmHWM`), in KiB."""
+    status = Path(f"/proc/{process.pid}/status").read_text()
+    (line,) = (line for line in status.splitlines() if line.startswith("VmHWM:"))
+    return int(line.split()[1])
+
+
+async def _delivered_by_a_worker(url: str, receiver: Receiver, endpoint: str) -> tuple[str, int]:
+    """One event to `endpoint` through a fresh worker: the job id and the worker's peak RSS."""
+    job_id = await _enqueue(url, endpoint, f"msg_{endpoint}_peak")
+    worker = _worker(url, receiver)
+    try:
+        record = await _settled(url, job_id, worker)
+        peak = _peak_rss_kib(worker)
+    finally:
+        _stop(worker)
+    assert (record.state, record.attempt) == ("completed", 1)
+    return job_id, peak
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux /proc")
+@pytest.mark.asyncio
+async def test_a_decompression_bomb_is_recorded_and_never_inflated_in_the_worker(
+    durable_url: str, receiver: Receiver
+) -> None:
+    _, plain = await _delivered_by_a_worker(durable_url, receiver, "ok")
+    job_id, bombed = await _delivered_by_a_worker(durable_url, receiver, "bomb")
+    assert bombed - plain < MAX_GROWTH_KIB
+    (attempt,) = await _ledger(durable_url, "bomb")
+    assert (attempt.job_id, attempt.status, attempt.http_status) == (job_id, "delivered", 200)
+    assert attempt.excerpt == "[not read: Content-Encoding 'gzip, gzip']"

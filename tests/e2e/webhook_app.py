@@ -1,6 +1,6 @@
 """The webhook e2e tests' app: one `webhook()` job on the backend `$XJOBS_E2E_URL` names, its endpoints on the receiver at `$XJOBS_E2E_RECEIVER`.
 
-Each endpoint id is a path of the receiver (`hang`, `flaky`, `gone`, `ok`), signed with
+Each endpoint id is a path of the receiver (`hang`, `flaky`, `gone`, `ok`, `bomb`), signed with
 `$XJOBS_E2E_SECRET`; retries come quickly, so a test waits seconds, not minutes.
 """
 
@@ -17,7 +17,7 @@ RECEIVER = os.environ.get("XJOBS_E2E_RECEIVER", "http://127.0.0.1:9")
 SECRETS = (os.environ.get("XJOBS_E2E_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),)
 ENDPOINTS = {
     path: Endpoint(url=f"{RECEIVER}/{path}", secrets=SECRETS, org_id="org-e2e")
-    for path in ("hang", "flaky", "gone", "ok")
+    for path in ("hang", "flaky", "gone", "ok", "bomb")
 }
 
 deliver = webhook(

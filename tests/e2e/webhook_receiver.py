@@ -1,12 +1,16 @@
 """A real HTTP receiver for the webhook e2e tests: `http.server` on a thread, every request's signature verified.
 
 `/hang` holds its first request until the test releases it (the worker is killed meanwhile);
-`/flaky` answers 503 once, then 200; `/gone` answers 410; anything else 200.
+`/flaky` answers 503 once, then 200; `/gone` answers 410; `/bomb` answers 200 with a body of
+331 bytes in `Content-Encoding: gzip, gzip` that inflates to 100 MiB; anything else 200.
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
 import threading
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +20,16 @@ from typing import Any
 from xjobs.factories import WebhookSignatureError, verify
 
 HOLD_S = 60.0
+BOMB_MIB = 100
+
+
+@functools.cache
+def bomb() -> bytes:
+    """`BOMB_MIB` MiB of zeros, gzipped twice."""
+    inner = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(1 << 20)
+    layer = b"".join(inner.compress(zeros) for _ in range(BOMB_MIB)) + inner.flush()
+    return gzip.compress(layer, 9)
 
 
 @dataclass
@@ -28,6 +42,7 @@ class Receiver:
     arrived: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    bomb: bytes = field(default_factory=bomb)
 
     def answer(self, path: str) -> int:
         """The status for a request to `path`, the n-th one to it (holding the first to /hang)."""
@@ -53,11 +68,16 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             with receiver.lock:
                 receiver.seen.append((self.path, self.headers.get("webhook-id", ""), verified))
             status = receiver.answer(self.path)
+            answer, encoding = (
+                (receiver.bomb, "gzip, gzip") if self.path == "/bomb" else (b"ok", "")
+            )
             try:
                 self.send_response(status)
-                self.send_header("content-length", "2")
+                self.send_header("content-length", str(len(answer)))
+                if encoding:
+                    self.send_header("content-encoding", encoding)
                 self.end_headers()
-                self.wfile.write(b"ok")
+                self.wfile.write(answer)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the worker that sent it was killed
 
