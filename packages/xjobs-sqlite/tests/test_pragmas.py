@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from xjobs_sqlite.backend import open_backend
+from xjobs_sqlite.executor import WAL_SIZE_LIMIT
 from xjobs_sqlite.testing import file_url
 
 from xjobs.clock import ManualClock
@@ -19,6 +20,7 @@ async def test_the_writer_runs_in_wal_with_synchronous_normal(db_url: str) -> No
         assert backend.health["journal_mode"] == "wal"
         assert backend.health["synchronous"] == "normal"
         assert backend.health["busy_timeout_ms"] >= 30_000
+        assert backend.health["wal_size_limit"] == WAL_SIZE_LIMIT
     finally:
         await backend.close()
 

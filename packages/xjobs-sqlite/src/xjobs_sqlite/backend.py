@@ -13,6 +13,7 @@ from xjobs_sqlite.backfills import SqliteBackfillLedger
 from xjobs_sqlite.driver import SqliteJobDriver
 from xjobs_sqlite.events import SqliteEventBus
 from xjobs_sqlite.executor import Executor
+from xjobs_sqlite.guards import refuse_network_filesystem, wal_reset_fixed
 from xjobs_sqlite.install import install
 from xjobs_sqlite.introspection import SqliteIntrospection
 from xjobs_sqlite.outbox import SqliteOutboxStore
@@ -34,11 +35,13 @@ def _settings(conn: sqlite3.Connection) -> dict[str, Any]:
     (journal_mode,) = conn.execute("pragma journal_mode").fetchone()
     (synchronous,) = conn.execute("pragma synchronous").fetchone()
     (busy_timeout,) = conn.execute("pragma busy_timeout").fetchone()
+    (wal_limit,) = conn.execute("pragma journal_size_limit").fetchone()
     return {
         "sqlite_version": sqlite3.sqlite_version,
         "journal_mode": str(journal_mode),
         "synchronous": {1: "normal", 2: "full"}.get(int(synchronous), str(synchronous)),
         "busy_timeout_ms": int(busy_timeout),
+        "wal_size_limit": int(wal_limit),
     }
 
 
@@ -59,6 +62,7 @@ async def open_backend(
     (30 s by default) before the driver's `busy_retries` more tries.
     """
     target = parse_url(url)
+    refuse_network_filesystem(target.path)
     finite_count("busy_timeout_ms", busy_timeout_ms, minimum=0)
     finite_count("busy_retries", busy_retries, minimum=0)
     clock = clock or SystemClock()
@@ -77,6 +81,7 @@ async def open_backend(
         await executor.close()
         raise
     health["path"] = target.path
+    health["wal_reset_fixed"] = wal_reset_fixed()
 
     async def do_install() -> None:
         now = clock.now_ms()

@@ -18,6 +18,12 @@ class SqliteUrlInvalidError(XJobsError):
     code = "XJOBS_SQLITE_URL_INVALID"
 
 
+class SqliteNetworkFilesystemError(XJobsError):
+    """The database file is on a network filesystem, where WAL cannot share its lock between hosts."""
+
+    code = "XJOBS_SQLITE_NETWORK_FS"
+
+
 def is_busy(exc: BaseException) -> bool:
     """Whether `exc` is a lock held by another connection (retried inside the driver, bounded)."""
     if not isinstance(exc, sqlite3.OperationalError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from xjobs.clock import Clock
 from xjobs_sqlite.thread import BusyPolicy, ConnectionThread, IdlePoll
@@ -13,11 +13,17 @@ from xjobs_sqlite.url import SqliteTarget
 T = TypeVar("T")
 
 
+# A checkpoint that reset the WAL truncates its file to this size: a burst (or a purge) does not
+# leave a WAL of its own size behind for good.
+WAL_SIZE_LIMIT: Final = 64 * 1024 * 1024
+
+
 def writer_pragmas(target: SqliteTarget, busy: BusyPolicy) -> list[str]:
     """WAL (readers never block the writer, nor it them), the durability asked, the busy wait."""
     return [
         f"pragma busy_timeout = {int(busy.timeout_ms)}",
         "pragma journal_mode = wal",
+        f"pragma journal_size_limit = {WAL_SIZE_LIMIT}",
         f"pragma synchronous = {'full' if target.synchronous == 'full' else 'normal'}",
         "pragma foreign_keys = off",
     ]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Final
 
 from xjobs.contract.backend import WakeSource
+from xjobs_sqlite.guards import warn_old_sqlite
 
 WAKE_POLL_MS: Final = 10
 
@@ -47,6 +48,7 @@ class DataVersionWake:
         loop = self._loop
         if seen is None or seen == version or loop is None:
             return
+        warn_old_sqlite()  # another connection writes the file: the WAL-reset race applies
         try:
             loop.call_soon_threadsafe(self._source.emit, None)
         except RuntimeError:

@@ -1,0 +1,73 @@
+"""The guards: a file on a network filesystem is refused, an old SQLite is named in the backend's health."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+from xjobs_sqlite.backend import open_backend
+from xjobs_sqlite.errors import SqliteNetworkFilesystemError
+from xjobs_sqlite.guards import filesystem_of, refuse_network_filesystem, wal_reset_fixed
+
+from xjobs.clock import ManualClock
+from xjobs.testing.rows import new_job
+
+MOUNTS = """\
+/dev/sda1 / ext4 rw,relatime 0 0
+server:/export /mnt/shared nfs4 rw,relatime 0 0
+//nas/jobs /mnt/nas cifs rw 0 0
+tmpfs /mnt/shared/local tmpfs rw 0 0
+"""
+
+
+def test_the_filesystem_is_that_of_the_longest_mount_point_holding_the_path() -> None:
+    assert filesystem_of("/mnt/shared/app", MOUNTS) == "nfs4"
+    assert filesystem_of("/mnt/shared/local/app", MOUNTS) == "tmpfs"
+    assert filesystem_of("/mnt/sharedx", MOUNTS) == "ext4"
+    assert filesystem_of("/mnt/nas", MOUNTS) == "cifs"
+
+
+def test_a_file_on_a_network_filesystem_is_refused(tmp_path: Path) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(MOUNTS)
+    with pytest.raises(SqliteNetworkFilesystemError) as refused:
+        refuse_network_filesystem("/mnt/nas/xjobs.db", mounts)
+    assert refused.value.code == "XJOBS_SQLITE_NETWORK_FS"
+
+
+def test_the_wal_reset_fix_is_known_from_3_51_3() -> None:
+    assert not wal_reset_fixed((3, 40, 1))
+    assert wal_reset_fixed((3, 51, 3))
+
+
+@pytest.mark.asyncio
+async def test_the_health_says_whether_the_linked_sqlite_has_the_fix(db_url: str) -> None:
+    backend = await open_backend(db_url, clock=ManualClock())
+    try:
+        assert backend.health["wal_reset_fixed"] == wal_reset_fixed()
+    finally:
+        await backend.close()
+
+
+@pytest.mark.asyncio
+async def test_another_connection_s_commit_on_an_old_sqlite_logs_the_remedy(
+    db_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("xjobs_sqlite.guards._warned", False)
+    listening = await open_backend(db_url, clock=ManualClock())
+    writing = await open_backend(db_url, clock=ManualClock())
+    woken = asyncio.Event()
+    try:
+        assert listening.wake is not None
+        listening.wake.subscribe(lambda _queue: woken.set())
+        await asyncio.sleep(0.05)
+        with caplog.at_level(logging.WARNING, logger="xjobs_sqlite"):
+            await writing.jobs.enqueue([new_job()])
+            await asyncio.wait_for(woken.wait(), 1)
+        warned = any("xjobs-sqlite[apsw]" in r.getMessage() for r in caplog.records)
+        assert warned is not wal_reset_fixed()
+    finally:
+        await writing.close()
+        await listening.close()
