@@ -25,6 +25,7 @@ nox.options.sessions = [
     "parity-redis-cluster",
     "parity-redis-floor",
     "faults",
+    "docs",
 ]
 nox.options.reuse_venv = "yes"
 
@@ -170,6 +171,22 @@ def _parity_suite(session: nox.Session, driver: str, **env: str) -> None:
         "python", "-m", "pytest", "-c", str(ini), "-p", "no:cacheprovider",
         "--pyargs", "xjobs.testing.parity", f"--xjobs-backend={driver}", *session.posargs, env=env,
     )  # fmt: skip
+
+
+# The site's tools, pinned here (not in uv.lock: only this session needs them).
+DOCS_TOOLS = ("mkdocs-material==9.8.2", "mkdocstrings[python]==1.0.8")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site: `mkdocs build --strict` into a temporary directory (a broken link,
+    a missing page or an unresolved reference fails). The reference pages are generated from the
+    code at build time (docs/hooks/reference.py), so every distribution is installed."""
+    _sync(session, "--all-packages", "--all-extras", "--no-default-groups")
+    session.install(*DOCS_TOOLS, _locked("ruff"))  # ruff formats the signatures
+    site = Path(session.create_tmp()).resolve() / "site"
+    env = {"NO_MKDOCS_2_WARNING": "1"}
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(site), env=env)
 
 
 # The peers of the benchmark, pinned; oban (the Python edition) needs Python 3.12, and arq caps

@@ -106,10 +106,12 @@ class PostgresLeaseLeader:
         self._name = name
 
     async def acquire(self, candidate: str, ttl_ms: int) -> bool:
+        """Take or renew the lease for `candidate` for `ttl_ms`; False while another holds it."""
         params = LeaderAcquireParams(self._x.now(), self._name, candidate, ttl_ms)
         return await self._x.fetchrow("leader_acquire", params) is not None
 
     async def release(self, candidate: str) -> None:
+        """Give the lease up when `candidate` holds it (another holder's row is left alone)."""
         await self._x.execute("leader_release", LeaderReleaseParams(self._name, candidate))
 
 
@@ -147,6 +149,7 @@ class PostgresAdvisoryLeader:
         self._guard = asyncio.Lock()
 
     async def acquire(self, candidate: str, ttl_ms: int) -> bool:
+        """Hold the advisory lock for `candidate` (its own connection); False while another holds it."""
         async with self._guard:
             if self._holder not in (None, candidate):
                 return False

@@ -24,12 +24,12 @@ class AllTenants(Enum):
 ALL_TENANTS = AllTenants.ALL_TENANTS
 """The tenant hook's answer for an operator granted every tenant (None or "" denies the request)."""
 
-# Given the request: whether it may see the dashboard (False: 401 with a basic-auth challenge).
 AuthHook = Callable[[Request], bool | Awaitable[bool]]
+"""Given the request: whether it may see the dashboard (False: 401 with a basic-auth challenge)."""
 TenantAnswer = str | AllTenants | None
-# Given the (authenticated) request: the one tenant this operator may see and steer, ALL_TENANTS
-# for every tenant; None or "" denies the request (403).
 TenantHook = Callable[[Request], TenantAnswer | Awaitable[TenantAnswer]]
+"""Given the (authenticated) request: the one tenant this operator may see and steer, `ALL_TENANTS`
+for every tenant; None or "" denies the request (403)."""
 
 MIN_REFRESH_S = 1
 MAX_REFRESH_S = 3600

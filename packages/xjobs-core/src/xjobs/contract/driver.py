@@ -10,6 +10,7 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 from xjobs.errors import AppStateError, ClaimQueuesEmptyError
 
 DRIVER_API_VERSION: Final = 3
+"""The driver contract's version: a plugin states the one it was built for, `connect()` refuses another."""
 
 JobState = Literal["ready", "running", "waiting", "completed", "failed", "dead", "cancelled"]
 JOB_STATES: Final[tuple[JobState, ...]] = (
@@ -22,6 +23,7 @@ JOB_STATES: Final[tuple[JobState, ...]] = (
     "cancelled",
 )
 LIVE_STATES: Final[frozenset[str]] = frozenset({"ready", "running", "waiting"})
+"""The states of a job not yet ended: an idempotency key on a live job dedupes a new enqueue."""
 LAPSED_ON_FINAL_ATTEMPT: Final = "lease lapsed on the final attempt"
 
 FINISHED_STATES: Final[frozenset[str]] = frozenset({"completed", "failed", "dead", "cancelled"})

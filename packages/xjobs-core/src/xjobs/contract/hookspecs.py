@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 hookspec = pluggy.HookspecMarker("xjobs")
 hookimpl = pluggy.HookimplMarker("xjobs")
+"""Marks a plugin's implementation of an `xjobs_*` hook (a driver's `plugin.py`)."""
 
 
 @hookspec
