@@ -34,13 +34,19 @@ from xjobs.run.threads import BodyThreads
 log = logging.getLogger("xjobs.roles.worker")
 
 
+# A run is keyed by its claim, never by its job alone: a job this worker reclaims while an earlier
+# run of it still lives (a body that ignored the cancellation of its lost lease) is a second run.
+RunKey = tuple[str, int]
+
+
 class _Run:
     """One claimed job in this worker: its signal and the task running it."""
 
-    __slots__ = ("job", "signal", "task")
+    __slots__ = ("job", "key", "signal", "task")
 
     def __init__(self, job: ClaimedJob) -> None:
         self.job = job
+        self.key: RunKey = (job.run_id, job.claims)
         self.signal = RunSignal()
         self.task: asyncio.Task[None] | None = None
 
@@ -96,7 +102,7 @@ class Worker:
         self._backoff = IdleBackoff(options.poll_floor_ms, lambda: wake is not None and wake.live)
         self._in_flight = dict.fromkeys(options.queues, 0)
         self._open_queues = sum(1 for q in options.queues if options.concurrency[q] > 0)
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[RunKey, _Run] = {}
         self._side: set[asyncio.Task[None]] = set()
         self._loop_task: asyncio.Task[None] | None = None
         self._drain_timer: asyncio.TimerHandle | None = None
@@ -376,7 +382,7 @@ class Worker:
 
     def _start(self, job: ClaimedJob) -> None:
         run = _Run(job)
-        self._runs[job.id] = run
+        self._runs[run.key] = run
         self._in_flight[job.queue] = self._in_flight.get(job.queue, 0) + 1
         # Started eagerly: a run that never waits (an in-process store, a quick body) is over
         # before the next job of the pass starts, and costs the loop no turn of its own.
@@ -393,7 +399,7 @@ class Worker:
             # The settle itself failed (the store is unreachable): the lease lapses and the job is reclaimed.
             log.exception("jobs.worker.run-failed", extra={"job_id": job.id, "job": job.name})
         finally:
-            self._runs.pop(job.id, None)
+            del self._runs[run.key]
             self._in_flight[job.queue] -= 1
             self._waker.kick()  # a freed slot kicks one pass
 
