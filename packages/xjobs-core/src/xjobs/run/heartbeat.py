@@ -1,4 +1,8 @@
-"""One run's lease, held not owned: renewed on a timer; a miss or a whole window without a landing aborts the run."""
+"""One run's lease, held not owned: renewed on a timer; a miss or a whole window without a landing aborts the run.
+
+A renewal answers a boolean: `True` held, `False` lost (the fence missed). Any other answer is the
+driver's error, counted as a failed renewal (as a raise is), never as a missed fence.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,13 @@ import time
 from collections.abc import Awaitable, Callable
 
 from xjobs.contract.driver import Claim, JobDriver
-from xjobs.errors import JobCancelledError, LeaseLostError, SlotLostError, XJobsError
+from xjobs.errors import (
+    BackendError,
+    JobCancelledError,
+    LeaseLostError,
+    SlotLostError,
+    XJobsError,
+)
 from xjobs.run.signal import RunSignal
 
 log = logging.getLogger("xjobs.run.heartbeat")
@@ -167,7 +177,7 @@ class LeaseKeeper:
 
     async def _renew(self, renewal: Renewal) -> None:
         try:
-            held = await self._answered_in_window(renewal)
+            held = _read_answer(renewal, await self._answered_in_window(renewal))
         except Exception as exc:
             if self.stopped():
                 return
@@ -184,14 +194,14 @@ class LeaseKeeper:
             return
         if self.stopped():
             return
-        if held:
+        if held is True:
             renewal.last_landed = time.monotonic()
         elif renewal is self._renewals[0]:
             await self._job_fence_missed()
         else:
             self._signal.abort(self._loss(renewal))
 
-    async def _answered_in_window(self, renewal: Renewal) -> bool:
+    async def _answered_in_window(self, renewal: Renewal) -> object:
         """The renewal's answer, or `TimeoutError` once its window closes without one.
 
         A pooler (pgbouncer) holds a statement for as long as its server is down, and a cancelled
@@ -232,6 +242,13 @@ class LeaseKeeper:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+
+
+def _read_answer(renewal: Renewal, answer: object) -> bool:
+    """A renewal's answer as the contract's boolean; anything else is the driver's error."""
+    if isinstance(answer, bool):
+        return answer
+    raise BackendError(f"{renewal.what}: the renewal answered {answer!r}, not a boolean")
 
 
 def _retrieved(task: asyncio.Future[bool]) -> None:
