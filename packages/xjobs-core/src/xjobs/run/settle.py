@@ -255,7 +255,7 @@ class Settler:
     async def shed(self, run: RunRecord, *, holds: Holds | None = None) -> Execution:
         """A busy key with `when_busy="wait"`: due again after `SHED_DELAY_MS`."""
         nack = shedding(self._clock.now_ms() + SHED_DELAY_MS)
-        execution = await self._land(run, nack, holds=holds)
+        execution = await self._land_unstarted(run, nack, holds)
         if execution.landed:
             log.info("jobs.worker.shed", extra={"job_id": run.job.id, "job": run.job.name})
         return execution
@@ -263,7 +263,7 @@ class Settler:
     async def defer(self, run: RunRecord, wait_ms: int, *, holds: Holds | None = None) -> Execution:
         """Over a rate (`XJOBS_RATE_LIMITED`): due again in `wait_ms`, when a permit is free."""
         nack = deferring(self._clock.now_ms() + wait_ms)
-        execution = await self._land(run, nack, holds=holds)
+        execution = await self._land_unstarted(run, nack, holds)
         if execution.landed:
             log.info(
                 "jobs.worker.rate-limited",
@@ -278,13 +278,37 @@ class Settler:
 
     async def refuse(self, run: RunRecord, reason: str, *, holds: Holds | None = None) -> Execution:
         """A refusal by a busy key: failed, uncounted, announced; the body never ran."""
-        return await self._land(run, refusing(f"refused: {reason}"), holds=holds)
+        return await self._land_unstarted(run, refusing(f"refused: {reason}"), holds)
 
     async def unknown(self, run: RunRecord) -> Execution:
         """A row names a job this worker does not know: a counted failure, so it surfaces as dead."""
         error = JobNotRegisteredError(f"no job named {run.job.name!r} is registered in this worker")
         nack = deciding(run.job, None, error, self._clock.now_ms())
         return await self._land(run, nack, announce=False)
+
+    async def _land_unstarted(self, run: RunRecord, nack: Nack, holds: Holds | None) -> Execution:
+        """Store the settle of a run that never started (a shed, a deferral, a refusal); one the
+        store could not take while the lease held is handed back uncounted, as a failed admission
+        is, and asked again until the store answers: left `running`, the row's lease would lapse
+        and its reclaim would charge an attempt (or bury the job on its final one)."""
+        try:
+            return await self._land(run, nack, holds=holds)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.warning(
+                "jobs.worker.admission-unsettled",
+                extra={"job_id": run.job.id, "job": run.job.name, "outcome": nack.outcome},
+                exc_info=True,
+            )
+        return await self.hand_back_unstarted(run.job)
+
+    async def hand_back_unstarted(self, job: ClaimedJob) -> Execution:
+        """Give back a claim that never started and could not be settled, uncounted, asked again
+        until the store answers: it lands while the claim is still this run's."""
+        if await self.hand_back(job, holds=_until_answered):
+            return Execution("handed-back", landed=True)
+        return Execution("lease-lost", landed=False)
 
     async def hand_back(self, job: ClaimedJob, *, holds: Holds | None = None) -> bool:
         """Give back a claim that never started, uncounted; answers whether it landed."""
@@ -381,6 +405,12 @@ class Settler:
             },
         )
         return Execution("lease-lost", landed=False, error=error)
+
+
+def _until_answered() -> bool:
+    """A write retried until the store answers: the fence keeps a late one harmless (it lands
+    while the claim is still this run's, and misses once another claim took the row)."""
+    return True
 
 
 async def _stored(
