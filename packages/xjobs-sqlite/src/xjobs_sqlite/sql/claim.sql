@@ -5,9 +5,11 @@
 -- runs between them and no row is claimed twice.
 
 -- name: refresh_presence
--- A registered worker's presence rides its claim (ClaimOptions.presence_ttl_ms).
+-- A registered worker's presence rides its claim (ClaimOptions.presence_ttl_ms), once a third of
+-- its TTL passed since the last refresh: an idle worker's claim pass then writes nothing at all
+-- (no page, no WAL frame, no data_version move that would wake every other process).
 update workers set last_seen_ms = :now, expires_at_ms = :now + :presence_ttl_ms
-where id = :worker_id and expires_at_ms > :now;
+where id = :worker_id and expires_at_ms > :now and last_seen_ms <= :now - :presence_ttl_ms / 3;
 
 -- name: bury_lapsed
 -- A running job of an asked queue whose lease lapsed on its final attempt is settled dead (or
