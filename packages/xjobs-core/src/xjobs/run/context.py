@@ -123,7 +123,13 @@ class JobContext(RunIdentity):
         if self._step is None:
             tools = self._tools
             self._step = StepApi(
-                StepRun(self._claim, self._job.run_id, self._job.queue, self._step_timeout_ms),
+                StepRun(
+                    self._claim,
+                    self._job.run_id,
+                    self._job.queue,
+                    self._step_timeout_ms,
+                    self._tenant,
+                ),
                 store=tools.steps,
                 events=tools.events,
                 clock=tools.clock,

@@ -6,11 +6,10 @@ import asyncio
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar, overload
 
-from xjobs.actor import current_actor
 from xjobs.clock import Clock
 from xjobs.codec import decode_result, encode_result, return_annotation
 from xjobs.contract.driver import WAIT_FOREVER_MS, Claim
@@ -49,13 +48,6 @@ class StepSuspension(BaseException):
         self.wait = wait
 
 
-def _run_org() -> str | None:
-    """The org of the actor `execute_job` installs for the run: the run's tenant (`None` for a
-    `tenant="none"` job)."""
-    actor = current_actor()
-    return None if actor is None else actor.org_id
-
-
 @dataclass(frozen=True, slots=True)
 class StepRun:
     """Which run the steps belong to, the tenant its event waits are scoped to, and what bounds it."""
@@ -64,7 +56,7 @@ class StepRun:
     run_id: str
     queue: str
     step_timeout_ms: int | None
-    tenant: str | None = field(default_factory=_run_org)
+    tenant: str | None
 
 
 class StepApi:
