@@ -1,4 +1,4 @@
-"""Every code block and shell command of README.md and docs/*.md is run, or checked, here.
+"""Every code block and shell command of README.md and docs/**/*.md is run, or checked, here.
 
 The rules, by kind of Markdown:
 
@@ -26,6 +26,9 @@ The rules, by kind of Markdown:
   - `pytest --pyargs xjobs.testing.parity …` is checked by collecting it (`--collect-only`)
     outside the repository, its backend placeholder (`NAME`, `mydb`) replaced by `memory`.
   - Any other line fails: give it a rule here, or mark its block (and label shown output ```text).
+- A line `--8<-- "path"` in a block (the site's pymdownx.snippets include) stands for the file at
+  `path` (from the repository root): the block is checked as if the file's text were written there,
+  so an included example, examples/tutorial/*.py, runs like any block.
 - ```toml and ```json blocks must parse. ```text and other languages are not code: not checked.
 - Inline code spans that are commands (`xjobs …`, `uv run …`, `pip install …`, `nox …`,
   `pytest …`) get the shell rules' checks but are never run: prose shortens commands.
@@ -66,7 +69,7 @@ from xjobs_redis.servers import redis_url
 from xjobs_redis.testing import drop_prefix
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 MAX_NOT_RUN = 3
 TIMEOUT_S = 120
 SHELL = {"", "sh", "bash", "shell", "console"}
@@ -79,6 +82,7 @@ FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)")
 NOT_RUN = re.compile(r"^\s*<!--\s*not-run:\s*(?P<reason>.*?)\s*-->\s*$")
 OUTPUT = re.compile(r"^\s*<!--\s*output(?P<any> \(any order\))?:\s*$")
 MARK = re.compile(r"<!--\s*(not-run|output)\b")
+SNIPPET = re.compile(r'^\s*--8<--\s+"(?P<path>[^"]+)"\s*$')
 INLINE = re.compile(r"(?<!`)`(?P<code>[^`]+)`(?!`)")
 COMMAND_SPAN = re.compile(r"^(xjobs|uv run|uv pip install|pip install|nox|pytest|python -m) ")
 URL = re.compile(r"\b(?P<scheme>postgres(?:ql)?|redis)://[^\s\"'`]*")
@@ -142,6 +146,14 @@ def _output_after(lines: list[str], index: int) -> tuple[tuple[str, ...], bool, 
     return tuple(line.strip() for line in lines[start + 1 : end]), opened["any"] is not None, end
 
 
+def included(text: str) -> str:
+    """`text` with each `--8<-- "path"` line replaced by the file it includes."""
+    return "".join(
+        (ROOT / found["path"]).read_text() if (found := SNIPPET.match(line)) else line
+        for line in text.splitlines(keepends=True)
+    )
+
+
 def parse(doc: Path, text: str | None = None) -> tuple[list[Block], list[Span]]:
     """The fenced blocks of a Markdown file, and the commands in its inline code spans."""
     lines = (doc.read_text() if text is None else text).splitlines()
@@ -171,7 +183,7 @@ def parse(doc: Path, text: str | None = None) -> tuple[list[Block], list[Span]]:
                 doc=doc,
                 line=index + 1,
                 lang=opened["lang"].lower(),
-                text="\n".join(lines[index + 1 : close]) + "\n",
+                text=included("\n".join(lines[index + 1 : close]) + "\n"),
                 not_run=mark["reason"] if mark else None,
                 output=output[0] if output else None,
                 any_order=output[1] if output else False,
@@ -608,7 +620,7 @@ def test_data_block_parses(block: Block) -> None:
         json.loads(block.text)
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
+@pytest.mark.parametrize("doc", DOCS, ids=[str(d.relative_to(ROOT)) for d in DOCS])
 def test_marks_sit_by_a_block_and_not_run_marks_say_why(doc: Path) -> None:
     blocks, _ = parse(doc)
     placed = sum(1 for b in blocks if b.not_run is not None) + sum(
