@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import pytest
 
 from xjobs import Actor, App, EventRecord, JobContext, job, run_with_context
+from xjobs.actor import set_actor
 from xjobs.contract.driver import ClaimedJob
 from xjobs.contract.stores import EventBus
 from xjobs.errors import EventInvalidError, JobTenantMismatchError
@@ -190,3 +191,33 @@ class TestBusTenancy:
         await _bus(parity).send(EVENT, "{}", tenant="org-a")
         due = [(await parity.record(j.id)).run_at_ms == now for j in (a, b, none)]
         assert due == [True, False, False]
+
+
+class TestEventTenancyOfTheRun:
+    async def test_a_body_that_installs_another_actor_still_waits_in_its_runs_tenant(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: a wait is scoped to the run's tenant (`ctx.tenant`), not to whatever actor the
+        body installs before it: an event of the installed actor's org leaves the run waiting, one
+        of the run's own org wakes it."""
+        seen: list[object] = []
+
+        @job(tenant=org_of, idempotency_key=key_of, queue=QUEUE, name="event_waiter")
+        async def event_waiter(ctx: JobContext, input: Item) -> None:
+            set_actor(Actor(org_id="org-b"))
+            seen.append(
+                await ctx.step.wait_for_event(
+                    "paid", EVENT, match={"order": "o-7"}, timeout=timedelta(days=1)
+                )
+            )
+
+        async with parity.app(jobs=[event_waiter]) as app:
+            result = await event_waiter.enqueue(Item(org="org-a", key="o-7"))
+            await app.run_worker(until_idle=True)
+            await send(app, "org-b", {"order": "o-7", "from": "org-b"})
+            foreign = await app.run_worker(until_idle=True)
+            await send(app, "org-a", {"order": "o-7", "from": "org-a"})
+            own = await app.run_worker(until_idle=True)
+            done = await app.get_job(result.job_id)
+        assert (foreign.completed, own.completed, done.state) == (0, 1, "completed")
+        assert seen == [{"order": "o-7", "from": "org-a"}]
