@@ -60,3 +60,24 @@ def test_the_claim_reads_the_partial_indexes_and_scans_no_table(conn: sqlite3.Co
     assert any("jobs_claimable" in d for d in details), details
     assert any("jobs_leased" in d for d in details), details
     assert not [d for d in details if d.startswith("SCAN j") or d == "SCAN jobs"], details
+
+
+def test_the_due_scan_bounds_run_at_within_each_priority(conn: sqlite3.Connection) -> None:
+    params = {"now": NOW, "worker_id": "w", "lease_ms": 1, "total": 1, "queue_0": "a", "limit_0": 1}
+    plan = conn.execute(f"explain query plan {claim_statement(1)}", params).fetchall()
+    due = [
+        str(row[3])
+        for row in plan
+        if "jobs_claimable" in str(row[3]) and "priority=?" in str(row[3])
+    ]
+    assert any("run_at_ms<?" in d for d in due), due
+
+
+def test_due_jobs_are_claimed_in_priority_order_past_many_delayed_ones(
+    conn: sqlite3.Connection,
+) -> None:
+    delayed = [new_job(queue="a", priority=0, run_at_ms=NOW + 60_000 + i) for i in range(50)]
+    due = [new_job(queue="a", priority=p, run_at_ms=NOW - 10 + i) for i, p in enumerate([2, 1, 0])]
+    enqueue_rows(conn, [*delayed, *due], NOW)
+    claimed = claim_pass(conn, ClaimOptions("w-1", {"a": 10}, lease_ms=5_000), NOW).jobs
+    assert [job.id for job in claimed] == [due[2].id, due[1].id, due[0].id]

@@ -36,10 +36,26 @@ where id in (
 -- The candidates of queue N (:queue_N, at most :limit_N): its due rows read from jobs_claimable
 -- in claim order and its lapsed leases short of their final attempt read from jobs_leased, each
 -- scan stopped at the limit. A paused queue gives none, a paused job name is passed over.
+-- The due rows are read one priority at a time: the priorities the queue holds are found by a
+-- loose scan (levels, one descent of jobs_claimable each), and the IN over them makes run_at a
+-- bound of each priority's range, not a filter, so a scan stops at the first job not due yet
+-- however many delayed jobs sit behind it (in claim order still: no sort). A claim of an idle
+-- queue beside 200,000 delayed jobs read every one of them (97 ms, against 0.4 ms).
 select id, queue, priority, run_at_ms, lim from (
     select j.id, j.queue, j.priority, j.run_at_ms, :limit_N as lim
     from jobs j
     where j.queue = :queue_N and j.state in ('ready', 'waiting') and j.run_at_ms <= :now
+      and j.priority in (
+          with recursive levels(priority) as (
+              select min(l.priority) from jobs l
+              where l.queue = :queue_N and l.state in ('ready', 'waiting')
+              union all
+              select (select min(l.priority) from jobs l
+                      where l.queue = :queue_N and l.state in ('ready', 'waiting')
+                        and l.priority > levels.priority)
+              from levels where levels.priority is not null
+          )
+          select priority from levels where priority is not null)
       and not exists (select 1 from pauses p where p.kind = 'queue' and p.name = :queue_N)
       and not exists (select 1 from pauses p where p.kind = 'job' and p.name = j.name)
     order by j.priority, j.run_at_ms, j.id
