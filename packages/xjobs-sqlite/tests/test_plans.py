@@ -44,3 +44,11 @@ def test_the_purge_of_finished_jobs_walks_jobs_purgeable(conn: sqlite3.Connectio
     details = _plan(conn, "finished_before", params)
     assert any("jobs_purgeable" in d for d in details), details
     assert not any("TEMP B-TREE" in d for d in details), details
+
+
+@pytest.mark.parametrize("name", ["count_due", "oldest_due"])
+def test_a_queue_s_due_reads_bound_run_at_within_each_priority(
+    conn: sqlite3.Connection, name: str
+) -> None:
+    details = _plan(conn, name, {"queue": "q", "now": 1, "cap": 1000})
+    assert any("jobs_claimable" in d and "run_at_ms<?" in d for d in details), details

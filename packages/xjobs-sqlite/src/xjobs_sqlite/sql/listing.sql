@@ -52,13 +52,44 @@ select count(*) from (
     select 1 from jobs where queue = :queue and state = 'ready' and run_at_ms > :now limit :cap);
 
 -- name: count_due
--- A queue's ready jobs due now, stopped at :cap.
+-- A queue's ready jobs due now, stopped at :cap: read from jobs_claimable one priority at a time
+-- (as the claim reads them), run_at a bound of each range, so delayed jobs are never walked.
+-- (indexed by: jobs_listed matches queue and state as equalities, and would walk every ready job)
 select count(*) from (
-    select 1 from jobs where queue = :queue and state = 'ready' and run_at_ms <= :now limit :cap);
+    select 1 from jobs j indexed by jobs_claimable
+    where j.queue = :queue and j.state in ('ready', 'waiting') and j.state = 'ready'
+      and j.run_at_ms <= :now
+      and j.priority in (
+          with recursive levels(priority) as (
+              select min(l.priority) from jobs l
+              where l.queue = :queue and l.state in ('ready', 'waiting')
+              union all
+              select (select min(l.priority) from jobs l
+                      where l.queue = :queue and l.state in ('ready', 'waiting')
+                        and l.priority > levels.priority)
+              from levels where levels.priority is not null
+          )
+          select priority from levels where priority is not null)
+    limit :cap);
 
 -- name: oldest_due
--- The run_at of the longest-due ready job of a queue, or null.
-select min(run_at_ms) from jobs where queue = :queue and state = 'ready' and run_at_ms <= :now;
+-- The run_at of the longest-due ready job of a queue, or null: the first due entry of each
+-- priority's range of jobs_claimable (a waiting job there is passed over).
+with recursive levels(priority) as (
+    select min(l.priority) from jobs l where l.queue = :queue and l.state in ('ready', 'waiting')
+    union all
+    select (select min(l.priority) from jobs l
+            where l.queue = :queue and l.state in ('ready', 'waiting')
+              and l.priority > levels.priority)
+    from levels where levels.priority is not null
+)
+select min((select j.run_at_ms from jobs j indexed by jobs_claimable
+            where j.queue = :queue and j.state in ('ready', 'waiting') and j.state = 'ready'
+              and j.priority = levels.priority and j.run_at_ms <= :now
+            order by j.run_at_ms
+            limit 1))
+from levels
+where levels.priority is not null;
 
 -- name: attempt_errors
 select job_id, attempt, worker_id, at_ms, error
