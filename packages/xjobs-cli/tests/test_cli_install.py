@@ -1,4 +1,4 @@
-"""`xjobs install --url URL [--schema NAME]` runs the backend's one install point, idempotently.
+"""`xjobs install [--url URL] [--schema NAME]` runs the backend's one install point, idempotently.
 
 The CLI depends on xjobs-core only; the Postgres cases import xjobs-pg (installed in the workspace
 test environment) for the test server, and the driver is found through its entry point.
@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import asyncpg
 import pytest
 
-from xjobs_cli.install_cli import redacted
 from xjobs_cli.main import main
 
 # Tables the install must create (the driver's own tests pin its whole schema; it grows).
@@ -163,6 +162,50 @@ def test_install_against_an_unreachable_server_exits_1_with_its_code(
     assert "Traceback" not in err
 
 
-def test_install_never_prints_a_password() -> None:
-    assert redacted("postgresql://app:s3cret@db:5432/x") == "postgresql://app:***@db:5432/x"
-    assert redacted("postgresql://app@db/x") == "postgresql://app@db/x"
+def _with_password(url: str) -> str:
+    """`url` carrying a password both ways a driver reads one: in the userinfo and `?password=`."""
+    scheme, rest = url.split("://", 1)
+    userinfo, at, host = rest.rpartition("@")
+    user = userinfo.partition(":")[0] if at else "postgres"
+    return f"{scheme}://{user}:hunter2@{host}{'&' if '?' in host else '?'}password=hunter2"
+
+
+def test_install_never_prints_a_password(
+    target: Target, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = _with_password(target.url)  # the test server trusts loopback: the password is ignored
+
+    code = main(["install", "--url", url, "--schema", target.schema])
+
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "hunter2" not in out + err
+    assert ":***@" in out
+    assert "password=***" in out
+
+
+def test_install_reads_the_url_from_the_environment(
+    target: Target, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XJOBS_URL", _with_password(target.url))
+
+    code = main(["install", "--schema", target.schema])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "hunter2" not in out
+    assert set(TABLES) <= set(asyncio.run(_tables(target.url, target.schema)))
+
+
+def test_install_without_a_url_names_both_ways_to_give_one(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("XJOBS_URL", raising=False)
+
+    code = main(["install"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: XJOBS_TARGET_INVALID: ")
+    assert "--url" in err
+    assert "XJOBS_URL" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -195,15 +196,18 @@ def test_show_prints_the_record_the_redacted_input_the_steps_and_each_error(ops:
     )
 
 
-def test_show_through_url_says_redaction_cannot_apply(ops: Ops) -> None:
-    (job_id,) = ops.enqueue("charge", "c1")
+def test_show_through_url_withholds_the_input_the_key_and_the_step_results(ops: Ops) -> None:
+    (job_id,) = ops.dead("c1")
 
     doc = ops.cli("jobs show", job_id, url=True).doc
     text = ops.cli("jobs show", job_id, url=True, json=False).out
 
+    withheld = "<withheld: this process declares no job named 'charge'>"
     assert doc["redaction"] == "unavailable"
-    assert doc["input"]["card"] == "4111-1111-1111-1111"
-    assert "redaction cannot apply" in text
+    assert (doc["input"], doc["job"]["idempotency_key"]) == (withheld, withheld)
+    assert [s["result"] for s in doc["steps"]] == [withheld]
+    assert "4111" not in json.dumps(doc) + text
+    assert "withheld: --url opens the backend without job declarations" in text
 
 
 def test_show_as_text_reads_top_down(memory_ops: Ops) -> None:
@@ -213,7 +217,7 @@ def test_show_as_text_reads_top_down(memory_ops: Ops) -> None:
 
     assert out.startswith(f"job {job_id}  charge  [dead]\n")
     for expected in (
-        "input (shown through the job's redact_input):",
+        "input (shown through the job's redact hooks):",
         '"card": "****"',
         "steps (1):",
         "errors (1, oldest first):",

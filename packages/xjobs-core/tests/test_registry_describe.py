@@ -281,6 +281,7 @@ def test_describe_job_shows_the_resolved_options() -> None:
         "name": "send_invoice",
         "priority": 3,
         "queue": "billing",
+        "redacts": {"input": True, "key": False, "steps": False},
         "redacts_input": True,
         "retry": {"attempts": 4, "base_ms": 2000, "cap_ms": 60_000, "dead_letter": False},
         "step_timeout_ms": 30_000,

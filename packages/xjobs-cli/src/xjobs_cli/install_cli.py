@@ -1,4 +1,4 @@
-"""`xjobs install --url URL [--schema NAME]`: create or upgrade a backend's durable structures.
+"""`xjobs install [--url URL] [--schema NAME]`: create or upgrade a backend's durable structures.
 
 It opens the backend through the plugin that owns the URL's scheme and runs its one install point
 (`Backend.install()`, idempotent: running it again changes nothing). A backend with nothing durable
@@ -10,19 +10,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import xjobs
-
-
-def redacted(url: str) -> str:
-    """`url` with any password replaced by `***`, fit to print."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+from xjobs.contract.backend import redacted_url
+from xjobs_cli.errors import TargetInvalidError
+from xjobs_cli.target import URL_ENV, url_from_env
 
 
 async def install(url: str, schema: str | None) -> str:
@@ -34,14 +26,17 @@ async def install(url: str, schema: str | None) -> str:
     finally:
         await backend.close()
     if backend.on_install is None:
-        return f"{backend.name}: nothing to install ({redacted(url)})"
+        return f"{backend.name}: nothing to install ({redacted_url(url)})"
     where = f"schema {schema} at " if schema is not None else ""
-    return f"{backend.name}: installed {where}{redacted(url)}"
+    return f"{backend.name}: installed {where}{redacted_url(url)}"
 
 
 def run(args: argparse.Namespace) -> int:
-    """Install the backend at `--url` and print what was done; exit 0."""
-    print(asyncio.run(install(args.url, args.schema)))
+    """Install the backend at `--url` (or `$XJOBS_URL`) and print what was done; exit 0."""
+    url = args.url if args.url is not None else url_from_env()
+    if url is None or not url.strip():
+        raise TargetInvalidError(f"pass the backend URL as --url URL or in ${URL_ENV}")
+    print(asyncio.run(install(url, args.schema)))
     return 0
 
 
@@ -60,10 +55,11 @@ def add_parser(
     )
     parser.add_argument(
         "--url",
-        required=True,
+        default=None,
         metavar="URL",
         help="the backend URL, e.g. postgresql://user@host/db (a Postgres URL may carry "
-        "?xjobs_schema=NAME)",
+        f"?xjobs_schema=NAME); default ${URL_ENV}, which keeps a password off the command line "
+        "(it is never printed)",
     )
     parser.add_argument(
         "--schema",

@@ -7,7 +7,7 @@ import asyncio
 import json
 from typing import Any
 
-from xjobs import App, JobRecord
+from xjobs.operate.detail import JobDetail
 from xjobs.operate.filters import job_filter
 from xjobs_cli import moves_cli, pause_cli, shapes
 from xjobs_cli.argtypes import add_job_filters, states
@@ -18,12 +18,12 @@ from xjobs_cli.timefmt import age, iso
 
 ERROR_CHARS = 60
 
-# What `redaction` in `jobs.show` says about the `input` beside it.
+# What `redaction` in `jobs.show` says about the `input`, the key and the step results beside it.
 REDACTION_NOTES = {
-    "applied": "shown through the job's redact_input",
-    "none": "as stored: the job declares no redact_input",
-    "unknown-job": "as stored: the app declares no job of this name, so no redact_input can apply",
-    "unavailable": "as stored: --url opens the backend without job declarations, so redaction cannot apply",
+    "applied": "shown through the job's redact hooks",
+    "none": "as stored: the job declares no redact hooks",
+    "unknown-job": "withheld: the app declares no job of this name, so no redact hook can apply",
+    "unavailable": "withheld: --url opens the backend without job declarations",
 }
 
 
@@ -90,25 +90,19 @@ def _run_list(args: argparse.Namespace) -> int:
 # -- show -------------------------------------------------------------------------------------------
 
 
-def _redaction(target: Target, app: App, record: JobRecord) -> str:
-    if not target.declared:
-        return "unavailable"
-    handle = app.jobs.get(record.name)
-    if handle is None:
-        return "unknown-job"
-    return "none" if handle.redact_input is None else "applied"
+def _redaction(target: Target, detail: JobDetail) -> str:
+    return "unavailable" if not target.declared else detail.redaction
 
 
 async def _show_job(target: Target, job_id: str) -> Body:
     async with opened(target) as app:
         detail = await app.operator.get_job(job_id)
         now = app.clock.now_ms()
-        redaction = _redaction(target, app, detail.record)
     return {
         "now_ms": now,
         "job": shapes.job_record(detail.record),
         "input": detail.input,
-        "redaction": redaction,
+        "redaction": _redaction(target, detail),
         "steps": [shapes.step(s) for s in detail.steps],
         "errors": [shapes.attempt_error(e) for e in detail.errors],
     }
@@ -219,8 +213,9 @@ def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
         verbs,
         "show",
         help="one job: record, input, steps and errors",
-        description="One job: its record, its input (through the job's redact_input when the app "
-        "declares one), its steps and each attempt's error.",
+        description="One job: its record, its input, its steps and each attempt's error; the input, "
+        "the idempotency key and the step results through the job's redact hooks, withheld for a "
+        "job the app does not declare (and always with --url).",
         operands="ID",
         run=_run_show,
     )

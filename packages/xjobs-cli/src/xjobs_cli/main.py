@@ -32,6 +32,7 @@ from xjobs_cli import (
 from xjobs_cli.errors import UnexpectedError, UsageError
 from xjobs_cli.logs import LEVELS, configure_logging
 from xjobs_cli.output import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, report
+from xjobs_cli.target import URL_ENV
 from xjobs_cli.version import version_line
 
 Command = Callable[[argparse.Namespace], int]
@@ -70,6 +71,9 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
         prog="xjobs",
         description="xjobs: durable background jobs — run workers, schedulers and relays, see and "
         "steer jobs, queues, tasks and workers, the demo.",
+        epilog=f"environment: ${URL_ENV} is the backend URL a command opens when it names no "
+        "MODULE:APP and no --url (a password in it stays off the command line); printed URLs "
+        "hide their password.",
     )
     parser.add_argument("--version", action="store_true", help="print the xjobs version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

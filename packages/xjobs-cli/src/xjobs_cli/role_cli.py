@@ -19,7 +19,7 @@ from typing import Any
 
 from xjobs import App, RoleStats
 from xjobs.observe.health import DEFAULT_GRACE_S, backend_probe
-from xjobs.observe.http_server import Endpoints, TelemetryServer
+from xjobs.observe.http_server import DEFAULT_HOST, Endpoints, TelemetryServer
 from xjobs_cli.argtypes import seconds
 from xjobs_cli.load import load_app
 from xjobs_cli.logs import LOG_FORMATS, configure_logging
@@ -90,9 +90,10 @@ def add_telemetry_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--telemetry-host",
-        default="0.0.0.0",
+        default=DEFAULT_HOST,
         metavar="HOST",
-        help="the address the metrics and health ports bind (default 0.0.0.0)",
+        help=f"the address the metrics and health ports bind (default {DEFAULT_HOST}, this host "
+        "only; 0.0.0.0 opens them to the network, unauthenticated)",
     )
     group.add_argument(
         "--health-grace",

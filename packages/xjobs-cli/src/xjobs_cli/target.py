@@ -2,12 +2,14 @@
 
 Every operator verb takes its operands after the target: `xjobs jobs show myapp.main:app ID` or
 `xjobs jobs show --url postgresql://… ID`. A `MODULE:APP` always holds a `:`, and no job id, queue
-or task name can, so the first operand tells the two apart.
+or task name can, so the first operand tells the two apart. With neither, the URL in `$XJOBS_URL`
+is opened (so a password need not be on the command line, where `ps` shows it).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -18,6 +20,14 @@ from xjobs_cli.errors import TargetInvalidError, UsageError
 from xjobs_cli.load import EXAMPLE, load_app
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+# The backend URL a command opens when it names neither MODULE:APP nor --url.
+URL_ENV = "XJOBS_URL"
+
+
+def url_from_env() -> str | None:
+    """`$XJOBS_URL`, or `None` when it is unset or blank."""
+    url = os.environ.get(URL_ENV, "").strip()
+    return url or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +85,8 @@ def add_operator_parser(
         "--url",
         default=None,
         metavar="URL",
-        help="open the backend at URL with no job declarations (no redaction, no tasks)",
+        help=f"open the backend at URL with no job declarations (inputs, keys and step results "
+        f"withheld; no tasks); default ${URL_ENV} when no MODULE:APP is named",
     )
     parser.add_argument(
         "--json",
@@ -89,19 +100,24 @@ def add_operator_parser(
 def resolve(args: argparse.Namespace) -> Target:
     """The target and operands of a parsed command line."""
     operands: list[str] = list(args.operands)
-    if args.url is not None:
-        if operands and ":" in operands[0]:
+    named_app = bool(operands) and ":" in operands[0]
+    url: str | None = args.url
+    if url is None and not named_app:
+        url = url_from_env()
+    if url is not None:
+        if named_app:
             raise TargetInvalidError(
                 f"give MODULE:APP or --url, not both (got {operands[0]!r} and --url)"
             )
-        if not args.url.strip():
+        if not url.strip():
             raise TargetInvalidError(
                 "--url is empty; pass a backend URL, e.g. postgresql://host/db"
             )
-        return Target(None, args.url, tuple(operands))
-    if not operands or ":" not in operands[0]:
+        return Target(None, url, tuple(operands))
+    if not named_app:
         raise TargetInvalidError(
-            f"name the app as MODULE:APP (e.g. {EXAMPLE}) before the operands, or pass --url URL"
+            f"name the app as MODULE:APP (e.g. {EXAMPLE}) before the operands, or pass --url URL "
+            f"(or set ${URL_ENV})"
         )
     return Target(operands[0], None, tuple(operands[1:]))
 

@@ -1,10 +1,15 @@
-"""The `Backend` bundle: one engine's set of stores, opened from a URL, with the capabilities it declares."""
+"""The `Backend` bundle: one engine's set of stores, opened from a URL, with the capabilities it declares.
+
+Its URL is printed only with the password hidden (`redacted_url`).
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from xjobs.clock import Clock
 from xjobs.contract.backfills import BackfillLedger
@@ -46,6 +51,47 @@ CAPABILITIES: Final[frozenset[str]] = frozenset(
 )
 # What a backend declares beyond its stores: `ack_many`, its driver settles many completions at once.
 FEATURES: Final[frozenset[str]] = frozenset({"ack_many"})
+
+
+# A printed URL shows `***` for its password and for each credential in its query.
+HIDDEN: Final = "***"
+# Query parameters that carry a credential (`?password=` on Postgres and Redis URLs, tokens).
+SECRET_PARAMS: Final = re.compile(r"pass|pwd|secret|token|credential|auth", re.IGNORECASE)
+# A URL's userinfo with a password, anywhere in a text (the fallback for a URL that does not parse).
+USERINFO: Final = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^@/\s]*@")
+SECRET_QUERY: Final = re.compile(
+    r"(?P<name>[?&][^=&\s]*(?:pass|pwd|secret|token|credential|auth)[^=&\s]*=)[^&#\s]*",
+    re.IGNORECASE,
+)
+
+
+def redacted_url(url: str) -> str:
+    """`url` with its password (`user:***@host`, `:***@host`) and secret query values hidden."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return redacted_text(url)
+    netloc = parts.netloc
+    if password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:{HIDDEN}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(SECRET_PARAMS.search(name) for name, _ in pairs):
+            query = urlencode(
+                [(n, HIDDEN if SECRET_PARAMS.search(n) else v) for n, v in pairs], safe="*/:,"
+            )
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def redacted_text(text: str) -> str:
+    """`text` with the password of every `scheme://user:password@` and `?password=` in it hidden."""
+    text = USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{HIDDEN}@", text)
+    return SECRET_QUERY.sub(lambda m: f"{m['name']}{HIDDEN}", text)
 
 
 class WakeSource:
@@ -136,6 +182,12 @@ class Backend:
                 f"the {self.name} backend does not offer {capability!r}; "
                 f"it offers {', '.join(sorted(self.capabilities))}"
             )
+
+    def __repr__(self) -> str:
+        """The engine and its URL with the password hidden (a repr reaches logs and tracebacks)."""
+        return f"<Backend {self.name} {redacted_url(self.url)}>"
+
+    __str__ = __repr__
 
     async def install(self) -> None:
         """Create or upgrade the backend's durable structures (idempotent; nothing to do in memory)."""

@@ -25,6 +25,11 @@ def describe_job(handle: JobHandle[Any]) -> dict[str, Any]:
         "name": handle.name,
         "priority": handle.priority,
         "queue": handle.queue,
+        "redacts": {
+            "input": handle.redact.input is not None,
+            "key": handle.redact.key is not None,
+            "steps": handle.redact.steps is not None,
+        },
         "redacts_input": handle.redact_input is not None,
         "retry": {
             "attempts": handle.retry.attempts,

@@ -48,6 +48,52 @@ SyncBody = Callable[["SyncJobContext", I], object]
 
 
 @dataclass(frozen=True, slots=True)
+class Redact(Generic[I]):
+    """The hooks an operator reads a job through.
+
+    - `input(model) -> JSON-able`: the input as shown (a pydantic model or plain JSON data).
+    - `key(key) -> str`: the idempotency key as shown.
+    - `steps(name, value) -> JSON-able`: a step's stored result as shown. A `wait_for_event`
+      step's value is `{"event_id": ..., "payload": <the event's payload>}` (or, while it waits,
+      `{"event": ..., "match": ..., ...}`), so this hook is also where event payloads are redacted.
+
+    A hook that raises, or answers something that is not JSON, withholds the value.
+    """
+
+    input: Callable[[I], object] | None = None
+    key: Callable[[str], str] | None = None
+    steps: Callable[[str, Any], object] | None = None
+
+    @property
+    def declared(self) -> bool:
+        """Whether any hook is declared."""
+        return self.input is not None or self.key is not None or self.steps is not None
+
+
+NO_REDACTION: Redact[Any] = Redact()
+
+
+def resolve_redact(redact: object, redact_input: object, *, job: str) -> Redact[Any]:
+    """One `Redact` from `redact=` or the older `redact_input=` (the same as `Redact(input=...)`)."""
+    if redact is not None and redact_input is not None:
+        raise DeclarationInvalidError(
+            f"job {job!r} declares both redact= and redact_input=; "
+            "pass Redact(input=..., key=..., steps=...) alone"
+        )
+    if redact_input is not None:
+        redact = Redact(input=redact_input)  # type: ignore[arg-type]
+    if redact is None:
+        return NO_REDACTION
+    if not isinstance(redact, Redact):
+        raise DeclarationInvalidError(f"redact of job {job!r} must be an xjobs Redact(...)")
+    for hook in ("input", "key", "steps"):
+        if getattr(redact, hook) is not None and not callable(getattr(redact, hook)):
+            name = "redact_input" if redact_input is not None else f"redact.{hook}"
+            raise DeclarationInvalidError(f"{name} of job {job!r} must be a callable")
+    return redact
+
+
+@dataclass(frozen=True, slots=True)
 class EnqueueOptions:
     """Per-call overrides of one enqueue: when it may run, at which priority, and its flow control
     on the idempotency namespace (`debounce` or `throttle`, docs/flow-control.md)."""
@@ -99,7 +145,7 @@ class JobHandle(Generic[I]):
         "priority",
         "queue",
         "rates",
-        "redact_input",
+        "redact",
         "result_max_bytes",
         "retention_ms",
         "retry",
@@ -124,7 +170,7 @@ class JobHandle(Generic[I]):
         event_poll_ms: int | None,
         concurrency: ResolvedConcurrency | None,
         declared_name: str | None,
-        redact_input: Callable[[I], object] | None,
+        redact: Redact[I],
         on_settled: Callable[..., Awaitable[None]] | None,
         result_max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         retention_ms: int | None = None,
@@ -148,7 +194,8 @@ class JobHandle(Generic[I]):
         self.event_poll_ms = event_poll_ms
         self.concurrency = concurrency
         self.declared_name = declared_name
-        self.redact_input = redact_input
+        # What an operator is shown of the input, the key and the step results.
+        self.redact = redact
         self.on_settled = on_settled
         self._name: str | None = declared_name
         self._enqueuer: Enqueuer | None = None
@@ -157,6 +204,11 @@ class JobHandle(Generic[I]):
     def name(self) -> str:
         """The durable name: `name=` if declared, else the attribute its module exports it under."""
         return self._name if self._name is not None else getattr(self.fn, "__name__", "job")
+
+    @property
+    def redact_input(self) -> Callable[[I], object] | None:
+        """The input's redaction hook (`redact.input`; `redact_input=` declares it alone)."""
+        return self.redact.input
 
     @property
     def stamped(self) -> bool:
@@ -403,9 +455,9 @@ def _build(fn: Callable[..., object], options: dict[str, Any]) -> JobHandle[Any]
     retry = options["retry"]
     if not isinstance(retry, Retry):
         raise DeclarationInvalidError(f"retry of job {label!r} must be an xjobs.Retry")
-    for hook in ("redact_input", "on_settled"):
-        if options[hook] is not None and not callable(options[hook]):
-            raise DeclarationInvalidError(f"{hook} of job {label!r} must be a callable")
+    if options["on_settled"] is not None and not callable(options["on_settled"]):
+        raise DeclarationInvalidError(f"on_settled of job {label!r} must be a callable")
+    redact = resolve_redact(options["redact"], options["redact_input"], job=label)
     return JobHandle(
         fn=fn,
         input_model=model,
@@ -421,7 +473,7 @@ def _build(fn: Callable[..., object], options: dict[str, Any]) -> JobHandle[Any]
         event_poll_ms=optional_duration_ms("event_poll", options["event_poll"]),
         concurrency=resolve_concurrency(options["concurrency"], job=label),
         declared_name=declared_name,
-        redact_input=options["redact_input"],
+        redact=redact,
         on_settled=options["on_settled"],
         result_max_bytes=finite_count(
             "result_max_bytes", options["result_max_bytes"], minimum=1, maximum=MAX_RESULT_BYTES
@@ -447,6 +499,7 @@ def job(
     rate: Rate | Sequence[Rate] | None = ...,
     name: str | None = ...,
     input_model: type[I] | None = ...,
+    redact: Redact[I] | None = ...,
     redact_input: Callable[[I], object] | None = ...,
     on_settled: Callable[..., Awaitable[None]] | None = ...,
     result_max_bytes: int = ...,
@@ -470,6 +523,7 @@ def job(
     rate: Rate | Sequence[Rate] | None = ...,
     name: str | None = ...,
     input_model: type[BaseModel] | None = ...,
+    redact: Redact[Any] | None = ...,
     redact_input: Callable[[Any], object] | None = ...,
     on_settled: Callable[..., Awaitable[None]] | None = ...,
     result_max_bytes: int = ...,
@@ -492,6 +546,7 @@ def job(
     rate: Rate | Sequence[Rate] | None = None,
     name: str | None = None,
     input_model: type[BaseModel] | None = None,
+    redact: Redact[Any] | None = None,
     redact_input: Callable[[Any], object] | None = None,
     on_settled: Callable[..., Awaitable[None]] | None = None,
     result_max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
@@ -502,7 +557,9 @@ def job(
 
     Every option is validated here, once; a bad one raises an `XJobsError` naming it.
     `retention` keeps a finished job of this name that long in every finished state, instead of
-    the app's `Retention` policy.
+    the app's `Retention` policy. `redact=Redact(input=..., key=..., steps=...)` is what an
+    operator is shown of the input, the idempotency key and the step results (`redact_input=f` is
+    `Redact(input=f)`).
     """
     options: dict[str, Any] = {
         "tenant": tenant,
@@ -517,6 +574,7 @@ def job(
         "rate": rate,
         "name": name,
         "input_model": input_model,
+        "redact": redact,
         "redact_input": redact_input,
         "on_settled": on_settled,
         "result_max_bytes": result_max_bytes,

@@ -45,20 +45,37 @@ class Sink(Protocol):
         ...
 
 
+def case_safe(part: str) -> str:
+    """A name part as a file name no other part shares on a case-insensitive filesystem: each
+    capital letter is written as `+` and its lower case (`Org-1` -> `+org-1`; `+` is in no name)."""
+    return "".join(f"+{c.lower()}" if "A" <= c <= "Z" else c for c in part)
+
+
 class DirectorySink:
     """A `Sink` over a local directory: each object is a file, written to a temporary file in
-    the same directory, flushed to disk, then renamed over its name (atomic on POSIX)."""
+    the same directory, flushed to disk, then renamed over its name (atomic on POSIX).
+
+    Objects whose names differ only by case are distinct files on every filesystem (`case_safe`),
+    and a write never leaves the root, not even through a symbolic link inside it.
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
 
     def path_of(self, name: str) -> Path:
         """Where the object `name` lives."""
-        return self.root.joinpath(*object_name(name).split("/"))
+        return self.root.joinpath(*(case_safe(part) for part in object_name(name).split("/")))
+
+    def _inside(self, name: str, directory: Path) -> None:
+        root = self.root.resolve()
+        if not directory.resolve().is_relative_to(root):
+            raise ExportSinkError(f"object name {name!r} leads out of the sink's root {root}")
 
     def _write(self, name: str, data: bytes) -> None:
         target = self.path_of(name)
+        self._inside(name, target.parent)
         target.parent.mkdir(parents=True, exist_ok=True)
+        self._inside(name, target.parent)
         fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=".part")
         try:
             with os.fdopen(fd, "wb") as out:

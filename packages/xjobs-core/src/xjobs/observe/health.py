@@ -3,20 +3,30 @@
 A loop beats after every pass with how long it will wait before the next one; it is alive while
 it is not overdue by more than `grace_s` (a blocked event loop or a hung pass stops the beats).
 A role that drains (SIGTERM) stops beating on purpose: it is alive until its drain's deadline
-(plus the grace) and, meanwhile, not ready.
+(plus the grace) and, meanwhile, not ready. `/readyz` answers a coded reason, never an
+exception's text (it may name a host, a user or a URL); the detail goes to the log.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from xjobs.errors import XJobsError
+
+log = logging.getLogger("xjobs.observe.health")
+
 DEFAULT_GRACE_S: Final = 30.0
 READY_TIMEOUT_S: Final = 5.0
+# The reasons `/readyz` answers besides an `XJobsError`'s own code.
+LOOP_CLOSED: Final = "loop-closed"
+PROBE_TIMEOUT: Final = "probe-timeout"
+PROBE_FAILED: Final = "probe-failed"
 # An id no job ever has: reading it is one cheap keyed read on every backend.
 PROBE_JOB_ID: Final = "00000000-0000-0000-0000-000000000000"
 
@@ -100,15 +110,25 @@ def readiness(
     if draining:
         return Verdict(False, {"status": "draining", "draining": draining})
     if loop.is_closed():
-        return Verdict(False, {"status": "unready", "error": "the event loop is closed"})
+        return Verdict(False, {"status": "unready", "reason": LOOP_CLOSED})
     future = asyncio.run_coroutine_threadsafe(_call(probe), loop)
     try:
         future.result(timeout=timeout_s)
     except Exception as exc:
         future.cancel()
-        error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        return Verdict(False, {"status": "unready", "error": error})
+        reason = _reason(exc)
+        log.warning("jobs.readyz.unready", extra={"reason": reason}, exc_info=exc)
+        return Verdict(False, {"status": "unready", "reason": reason})
     return Verdict(True, {"status": "ok"})
+
+
+def _reason(exc: BaseException) -> str:
+    """A failed probe's stable reason: the `XJobsError` code, a timeout, or that the read failed."""
+    if isinstance(exc, XJobsError):
+        return exc.code
+    if isinstance(exc, TimeoutError):
+        return PROBE_TIMEOUT
+    return PROBE_FAILED
 
 
 async def _call(probe: Probe) -> None:

@@ -1,6 +1,7 @@
 """The telemetry HTTP endpoint of a role process: `/metrics`, `/healthz`, `/readyz`, on a thread of its own.
 
-A thread, not the event loop: a loop that is blocked must still be reported unhealthy.
+A thread, not the event loop: a loop that is blocked must still be reported unhealthy. It binds
+loopback unless given another host: metrics name queues and jobs, and nothing here authenticates.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ import logging
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Final
 
 from xjobs.observe.health import Liveness, Probe, Verdict, readiness
 from xjobs.observe.metrics import Metrics
 
 log = logging.getLogger("xjobs.observe.http")
+# Where the role commands' server listens unless `--telemetry-host` names another address
+# (`0.0.0.0` or an interface's address opens it to the network).
+DEFAULT_HOST: Final = "127.0.0.1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +84,8 @@ class TelemetryServer:
     def start(self) -> TelemetryServer:
         """Serve on the thread."""
         self._thread.start()
-        log.info("jobs.telemetry.serving", extra={"port": self.port})
+        host = self._server.server_address[0]
+        log.info("jobs.telemetry.serving", extra={"host": host, "port": self.port})
         return self
 
     def close(self) -> None:

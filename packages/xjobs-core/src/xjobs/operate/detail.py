@@ -1,10 +1,14 @@
-"""One job as an operator reads it: the record, the input through its `redact_input`, steps, errors."""
+"""One job as an operator reads it: the record, input, key and step results through the job's `redact`.
+
+Fails closed: a job this process does not declare shows its input, key and step results withheld.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -13,35 +17,112 @@ from xjobs.contract.introspection import AttemptError
 from xjobs.contract.stores import StepRecord
 from xjobs.declare.job import JobHandle
 
-REDACTION_FAILED = "<redact_input raised; input withheld>"
+# How the values of a `JobDetail` were shown: through declared hooks, as stored (the job declares
+# none), or withheld (this process does not declare the job).
+Redaction = Literal["applied", "none", "unknown-job"]
+
+UNDECLARED = "<withheld: this process declares no job named {name!r}>"
+HOOK_FAILED = "<withheld: redact.{hook} of job {name!r} raised or answered no JSON>"
 
 
 @dataclass(frozen=True, slots=True)
 class JobDetail:
-    """`get_job`'s answer. `input` is the JSON value an operator may see (redacted when declared)."""
+    """`get_job`'s answer: `record` (its `idempotency_key` and `payload` as shown), `input` (the
+    JSON value shown), `steps` (each result as shown), `errors`; `redaction` says how."""
 
     record: JobRecord
     input: Any
     steps: tuple[StepRecord, ...]
     errors: tuple[AttemptError, ...]
+    redaction: Redaction = "none"
+
+    def __post_init__(self) -> None:
+        # `JobDetail(record, redacted_input(handle, payload), steps, errors)` redacts the record
+        # and the steps too (the form the operator builds it in, until it calls `job_detail`).
+        pending = self.input
+        if isinstance(pending, _Pending):
+            shown = job_detail(pending.handle, self.record, self.steps, self.errors)
+            for name in ("record", "input", "steps", "redaction"):
+                object.__setattr__(self, name, getattr(shown, name))
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    handle: JobHandle[Any] | None
 
 
 def redacted_input(handle: JobHandle[Any] | None, payload: str) -> Any:
-    """The stored input through the job's `redact_input`; a job this process does not declare
-    (an operator with only `--url`) shows the stored JSON as it is.
+    """What `JobDetail` redacts its record, input and steps with when passed as its `input`."""
+    del payload  # the record it is built with carries it
+    return _Pending(handle)
 
-    A redactor that raises withholds the input rather than leak it.
-    """
-    if handle is None or handle.redact_input is None:
-        return json.loads(payload)
+
+def job_detail(
+    handle: JobHandle[Any] | None,
+    record: JobRecord,
+    steps: Sequence[StepRecord],
+    errors: Sequence[AttemptError],
+) -> JobDetail:
+    """`record` and its steps as an operator may see them through `handle`'s `redact` hooks;
+    `handle=None` (a job this process does not declare) withholds the input, key and results."""
+    if handle is None:
+        withheld = UNDECLARED.format(name=record.name)
+        return JobDetail(
+            _shown_record(record, withheld, withheld),
+            withheld,
+            tuple(_shown_step(s, withheld) for s in steps),
+            tuple(errors),
+            "unknown-job",
+        )
+    redact = handle.redact
+    if not redact.declared:
+        return JobDetail(record, json.loads(record.payload), tuple(steps), tuple(errors), "none")
+    shown_input: Any = json.loads(record.payload)
+    if redact.input is not None:
+        input_hook, model = redact.input, handle.input_model
+        shown_input = _through(
+            lambda payload: input_hook(model.model_validate_json(payload)),
+            (record.payload,),
+            _failed("input", record),
+        )
+    key = record.idempotency_key
+    if redact.key is not None:
+        shown_key = _through(redact.key, (key,), _failed("key", record))
+        key = shown_key if isinstance(shown_key, str) else _failed("key", record)
+    shown_steps = tuple(steps)
+    if redact.steps is not None:
+        shown_steps = tuple(
+            _shown_step(
+                s,
+                _through(
+                    redact.steps, (s.name, json.loads(s.result or "null")), _failed("steps", record)
+                ),
+            )
+            for s in steps
+        )
+    return JobDetail(
+        _shown_record(record, key, shown_input), shown_input, shown_steps, tuple(errors), "applied"
+    )
+
+
+def _failed(hook: str, record: JobRecord) -> str:
+    return HOOK_FAILED.format(hook=hook, name=record.name)
+
+
+def _through(hook: Callable[..., object], args: tuple[Any, ...], withheld: str) -> Any:
+    """`hook(*args)` as plain JSON data; `withheld` when it raises or answers no JSON."""
     try:
-        value = handle.input_model.model_validate_json(payload)
-        shown = handle.redact_input(value)
-    except Exception:
-        return REDACTION_FAILED
-    if isinstance(shown, BaseModel):
-        return shown.model_dump(mode="json")
-    try:
+        shown = hook(*args)
+        if isinstance(shown, BaseModel):
+            return shown.model_dump(mode="json")
         return json.loads(json.dumps(shown))
-    except (TypeError, ValueError):
-        return REDACTION_FAILED
+    except Exception:
+        return withheld
+
+
+def _shown_record(record: JobRecord, key: str, shown_input: Any) -> JobRecord:
+    return replace(record, idempotency_key=key, payload=json.dumps(shown_input))
+
+
+def _shown_step(step: StepRecord, shown: Any) -> StepRecord:
+    return step if step.result is None else replace(step, result=json.dumps(shown))
