@@ -84,8 +84,7 @@ async def _run_claimed(wiring: RunWiring, job: ClaimedJob, signal: RunSignal) ->
             # The slot store failed before the run started: hand the job back uncounted rather
             # than strand it in `running` until its lease lapses and costs it an attempt.
             log.warning("jobs.worker.admission-failed", extra={"job_id": job.id}, exc_info=True)
-            landed = await wiring.settler.hand_back(job)
-            return Execution("handed-back", landed=landed)
+            return await wiring.settler.hand_back_unstarted(job)
         if admission.slot_key is not None and slots is not None:
             key, holder = admission.slot_key, SlotHolder(job.id, job.claims)
             slot = (key, holder)

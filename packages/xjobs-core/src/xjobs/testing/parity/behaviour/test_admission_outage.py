@@ -68,11 +68,11 @@ def outage_app(parity: ParityEnv, body: object) -> tuple[App, OutageDriver]:
 
 
 async def admitted_through_outage(
-    app: App, driver: OutageDriver, job_id: str
+    app: App, driver: OutageDriver, job_id: str, nacks_down: int = NACKS_DOWN
 ) -> tuple[JobRecord, WorkerStats]:
-    """Claim the job once while the store is down for `NACKS_DOWN` nacks; answer its record once
+    """Claim the job once while the store is down for `nacks_down` nacks; answer its record once
     the worker closed, and the worker's counts."""
-    driver.nacks_down = NACKS_DOWN
+    driver.nacks_down = nacks_down
     worker = app.worker(lease=LEASE, concurrency=1)
     await worker.start()
     await eventually(lambda: worker.stats.claimed == 1, what="the claim")
@@ -175,3 +175,37 @@ class TestRateDeferralThroughAnOutage:
         assert (record.state, record.attempt) == ("ready", 0)
         assert (stats.handed_back, stats.deferred) == (1, 0)
         assert (later.state, later.attempt, ran) == ("completed", 1, ["first", "second"])
+
+
+@pytest.mark.requires("slots")
+class TestFailedAdmissionThroughAnOutage:
+    async def test_an_admission_whose_hand_back_could_not_land_is_asked_again_uncounted(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: when the slot store fails before the run started and the job store cannot take
+        the hand-back either, the worker asks again until it lands: the job goes back uncounted,
+        and its final attempt is not buried for a run that never started."""
+        ran: list[int] = []
+
+        @job(tenant=org_of, idempotency_key=key_of, queue=QUEUE, concurrency=1, retry=ONE_ATTEMPT)
+        async def body(ctx: JobContext, input: Item) -> None:
+            ran.append(ctx.attempt)
+
+        slots = parity.slots
+        real_acquire = slots.acquire
+
+        async def unreachable(*args: object, **kwargs: object) -> bool:
+            raise BackendUnavailableError("the slot store did not answer")
+
+        app, driver = outage_app(parity, body)
+        async with app:
+            result = await body.enqueue(Item())
+            slots.acquire = unreachable  # type: ignore[method-assign]
+            try:
+                # the hand-back's own backoff (50 ms, doubling) outlasts three failed nacks
+                record, stats = await admitted_through_outage(app, driver, result.job_id, 3)
+            finally:
+                slots.acquire = real_acquire  # type: ignore[method-assign]
+            later = await run_later(parity, app, result.job_id)
+        assert (record.state, record.attempt, stats.handed_back) == ("ready", 0, 1)
+        assert (later.state, later.attempt, ran) == ("completed", 1, [1])
