@@ -62,10 +62,11 @@ async def test_another_connection_s_commit_on_an_old_sqlite_logs_the_remedy(
     try:
         assert listening.wake is not None
         listening.wake.subscribe(lambda _queue: woken.set())
-        await asyncio.sleep(0.05)
+        await asyncio.wait_for(woken.wait(), 5)  # the first poll: its reading is the baseline
+        woken.clear()
         with caplog.at_level(logging.WARNING, logger="xjobs_sqlite"):
             await writing.jobs.enqueue([new_job()])
-            await asyncio.wait_for(woken.wait(), 1)
+            await asyncio.wait_for(woken.wait(), 5)
         warned = any("xjobs-sqlite[apsw]" in r.getMessage() for r in caplog.records)
         assert warned is not wal_reset_fixed()
     finally:

@@ -42,13 +42,17 @@ class DataVersionWake:
         nudge()
 
     def poll(self, conn: sqlite3.Connection) -> None:
-        """Read `data_version`; wake every queue when another connection committed since."""
+        """Read `data_version`; wake every queue when another connection committed since (and at
+        the first reading)."""
         (version,) = conn.execute("pragma data_version").fetchone()
         seen, self._seen = self._seen, int(version)
         loop = self._loop
-        if seen is None or seen == version or loop is None:
+        if seen == version or loop is None:
             return
-        warn_old_sqlite()  # another connection writes the file: the WAL-reset race applies
+        if seen is not None:
+            warn_old_sqlite()  # another connection writes the file: the WAL-reset race applies
+        # The first poll wakes too: a commit between the subscribe and this first reading would
+        # otherwise be taken for the starting version and wait for the claim poll.
         try:
             loop.call_soon_threadsafe(self._source.emit, None)
         except RuntimeError:
