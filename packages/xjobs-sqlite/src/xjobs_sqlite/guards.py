@@ -4,8 +4,8 @@ that has the WAL-reset fix.
 WAL keeps its index in shared memory beside the file, which only processes of one host can share:
 on a network filesystem (NFS, SMB, sshfs, ...) two hosts would each believe they hold the write
 lock, and the file corrupts. SQLite before 3.51.3 can corrupt a WAL database when it resets the
-WAL while another process writes; the remedy is a current SQLite (`xjobs-sqlite[apsw]` bundles
-one, or a Python linked against one).
+WAL while another process writes; the remedy is a Python linked against a current SQLite (an
+`xjobs-sqlite[apsw]` extra bundling one is planned, not shipped yet).
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def warn_old_sqlite() -> None:
     _warned = True
     log.warning(
         "the linked SQLite %s predates 3.51.3, whose fix of a WAL reset race matters when more "
-        "than one process writes the file; install xjobs-sqlite[apsw] (it bundles a current "
-        "SQLite) or run on a Python linked against 3.51.3 or later",
+        "than one process writes the file; run on a Python whose sqlite3 links SQLite 3.51.3 or "
+        "later (python -c 'import sqlite3; print(sqlite3.sqlite_version)'), or keep one process "
+        "writing the file",
         sqlite3.sqlite_version,
     )
