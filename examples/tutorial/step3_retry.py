@@ -19,7 +19,7 @@ class Welcome(BaseModel):
 @job(
     tenant=lambda w: w.org_id,
     idempotency_key=lambda w: w.email,
-    retry=Retry(attempts=3, base=timedelta(milliseconds=200)),
+    retry=Retry(attempts=3, base=timedelta(seconds=2)),
 )
 async def send_welcome(ctx: JobContext, welcome: Welcome) -> None:
     """Send the welcome mail."""
@@ -40,7 +40,7 @@ async def main() -> None:
         bad = await send_welcome.enqueue(Welcome(org_id="acme", email="nobody"))
         await app.run_worker(until_idle=True)  # both fail their first attempt
         await show(good.job_id, bad.job_id)
-        await asyncio.sleep(0.3)  # the backoff: 100 to 200 ms after attempt 1
+        await asyncio.sleep(2.5)  # the backoff: 1 to 2 s after attempt 1 (jittered)
         await app.run_worker(until_idle=True)  # attempt 2 of the good one
         await show(good.job_id, bad.job_id)
 

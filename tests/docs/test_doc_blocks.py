@@ -26,9 +26,10 @@ The rules, by kind of Markdown:
   - `pytest --pyargs xjobs.testing.parity …` is checked by collecting it (`--collect-only`)
     outside the repository, its backend placeholder (`NAME`, `mydb`) replaced by `memory`.
   - Any other line fails: give it a rule here, or mark its block (and label shown output ```text).
-- A line `--8<-- "path"` in a block (the site's pymdownx.snippets include) stands for the file at
-  `path` (from the repository root): the block is checked as if the file's text were written there,
-  so an included example, examples/tutorial/*.py, runs like any block.
+- A block that is the site's pymdownx.snippets include, a path (from the repository root) between
+  two `--8<--` lines, stands for the file at that path: it is checked as if the file's text were
+  written there, so an included example, examples/tutorial/*.py, runs like any block. (The one-line
+  form, `--8<-- "path"`, parses as Python, and ruff's format of Markdown would rewrite it.)
 - ```toml and ```json blocks must parse. ```text and other languages are not code: not checked.
 - Inline code spans that are commands (`xjobs …`, `uv run …`, `pip install …`, `nox …`,
   `pytest …`) get the shell rules' checks but are never run: prose shortens commands.
@@ -82,7 +83,7 @@ FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)")
 NOT_RUN = re.compile(r"^\s*<!--\s*not-run:\s*(?P<reason>.*?)\s*-->\s*$")
 OUTPUT = re.compile(r"^\s*<!--\s*output(?P<any> \(any order\))?:\s*$")
 MARK = re.compile(r"<!--\s*(not-run|output)\b")
-SNIPPET = re.compile(r'^\s*--8<--\s+"(?P<path>[^"]+)"\s*$')
+SNIPPET = re.compile(r"^--8<--\n(?P<path>[^\n]+)\n--8<--\n$")
 INLINE = re.compile(r"(?<!`)`(?P<code>[^`]+)`(?!`)")
 COMMAND_SPAN = re.compile(r"^(xjobs|uv run|uv pip install|pip install|nox|pytest|python -m) ")
 URL = re.compile(r"\b(?P<scheme>postgres(?:ql)?|redis)://[^\s\"'`]*")
@@ -147,11 +148,9 @@ def _output_after(lines: list[str], index: int) -> tuple[tuple[str, ...], bool, 
 
 
 def included(text: str) -> str:
-    """`text` with each `--8<-- "path"` line replaced by the file it includes."""
-    return "".join(
-        (ROOT / found["path"]).read_text() if (found := SNIPPET.match(line)) else line
-        for line in text.splitlines(keepends=True)
-    )
+    """The file a snippets include names, or `text` itself when it is no include."""
+    found = SNIPPET.match(text)
+    return (ROOT / found["path"].strip()).read_text() if found else text
 
 
 def parse(doc: Path, text: str | None = None) -> tuple[list[Block], list[Span]]:

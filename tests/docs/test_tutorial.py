@@ -1,7 +1,8 @@
 """Every file of examples/tutorial/ is shown by a tutorial page, so test_doc_blocks.py runs it.
 
-A page includes a file with `--8<-- "examples/tutorial/…"` in a ```python block; the doc blocks'
-test runs that block as the file, against fresh test servers, and checks the output the page pins.
+A page includes a file with a pymdownx.snippets block (its path between two `--8<--` lines) in a
+```python block; the doc blocks' test runs that block as the file, against fresh test servers,
+and checks the output the page pins.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-INCLUDE = re.compile(r'^\s*--8<--\s+"(?P<path>examples/tutorial/[^"]+)"\s*$', re.M)
+INCLUDE = re.compile(r"^--8<--\n(?P<path>examples/tutorial/[^\n]+)\n--8<--$", re.M)
 
 
 def _included() -> set[str]:
