@@ -374,7 +374,7 @@ async def test_the_row_carries_the_declared_retry_and_priority(
 async def test_enqueued_by_is_the_ambient_user(facade: JobsFacade, backend: Backend) -> None:
     token = set_actor(Actor(org_id="org-actor", user_id="user-1"))
     try:
-        record = await enqueue_one(facade, note_job(), Note(), backend)
+        record = await enqueue_one(facade, note_job(), Note(org_id="org-actor"), backend)
     finally:
         reset_actor(token)
     assert record.enqueued_by == "user-1"
@@ -385,28 +385,29 @@ async def test_enqueued_by_is_the_ambient_org_without_a_user(
     facade: JobsFacade, backend: Backend
 ) -> None:
     record = await run_with_context(
-        Actor(org_id="org-actor"), lambda: enqueue_one(facade, note_job(), Note(), backend)
+        Actor(org_id="org-actor"),
+        lambda: enqueue_one(facade, note_job(), Note(org_id="org-actor"), backend),
     )
     assert record.enqueued_by == "org-actor"
 
 
 @pytest.mark.asyncio
-async def test_the_row_tenant_is_the_enqueuer_org_not_the_input_org(
+async def test_the_row_tenant_is_the_input_org_not_the_enqueuer(
     facade: JobsFacade, backend: Backend
 ) -> None:
     record = await run_with_context(
-        Actor(org_id="org-actor", user_id="user-1"),
+        Actor(user_id="user-1"),
         lambda: enqueue_one(facade, note_job(), Note(org_id="org-in"), backend),
     )
-    assert record.tenant_id == "org-actor"
+    assert (record.tenant_id, record.enqueued_by) == ("org-in", "user-1")
 
 
 @pytest.mark.asyncio
-async def test_without_an_actor_the_row_has_no_tenant_and_no_enqueuer(
+async def test_without_an_actor_the_row_has_the_jobs_tenant_and_no_enqueuer(
     facade: JobsFacade, backend: Backend
 ) -> None:
     record = await enqueue_one(facade, note_job(), Note(), backend)
-    assert (record.tenant_id, record.enqueued_by) == (None, None)
+    assert (record.tenant_id, record.enqueued_by) == ("org-in", None)
 
 
 @pytest.mark.asyncio

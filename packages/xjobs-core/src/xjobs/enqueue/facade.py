@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from xjobs.actor import current_actor, traceparent_for_enqueue
@@ -12,25 +12,15 @@ from xjobs.contract.driver import EnqueueResult, JobDriver, NewJob
 from xjobs.contract.results import ResultStore
 from xjobs.contract.stores import OutboxStore
 from xjobs.declare.job import MAX_PRIORITY, MIN_PRIORITY, EnqueueOptions, JobHandle
+from xjobs.enqueue.derive import admission_keys, tenant_of
 from xjobs.enqueue.flow import fold, resolve_flow
 from xjobs.enqueue.result_wait import wait_for_result
+from xjobs.enqueue.when import run_at_ms
 from xjobs.errors import CapabilityMissingError, OptionInvalidError
 from xjobs.ids import new_id_pair
 from xjobs.observe.observer import NOOP, Observer
-from xjobs.options import duration_ms, finite_count
+from xjobs.options import finite_count
 from xjobs.payload import encode_payload, validate_input
-
-
-def _run_at_ms(options: EnqueueOptions, now_ms: int) -> int | None:
-    if options.delay is not None and options.run_at is not None:
-        raise OptionInvalidError("pass delay= or run_at=, not both")
-    if options.delay is not None:
-        return now_ms + duration_ms("delay", options.delay, allow_zero=True)
-    if options.run_at is not None:
-        if not isinstance(options.run_at, datetime) or options.run_at.tzinfo is None:
-            raise OptionInvalidError(f"run_at must be an aware datetime, got {options.run_at!r}")
-        return int(options.run_at.timestamp() * 1000)
-    return None
 
 
 class JobsFacade:
@@ -56,12 +46,13 @@ class JobsFacade:
     def build(
         self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
     ) -> list[NewJob]:
-        """The rows to enqueue, without touching the store (the outbox stages the same rows)."""
+        """The rows to enqueue, without touching the store (the outbox stages the same rows): each
+        keyed on the job's own tenant, every input checked before any row is answered."""
         actor = current_actor()
-        enqueuer_org = actor.org_id if actor is not None else None
+        actor_org = actor.org_id if actor is not None else None
         enqueued_by = actor.id if actor is not None else None
         traceparent = traceparent_for_enqueue()
-        run_at = _run_at_ms(options, self._clock.now_ms())
+        run_at = run_at_ms(options, self._clock.now_ms())
         priority = handle.priority
         if options.priority is not None:
             priority = finite_count(
@@ -71,12 +62,15 @@ class JobsFacade:
         name, queue, model = handle.name, handle.queue, handle.input_model
         attempts, dead_letter = handle.retry.attempts, handle.retry.dead_letter
         max_bytes = self._max_payload_bytes
+        derived_later = admission_keys(handle)
         rows: list[NewJob] = []
         append = rows.append
         for raw in inputs:
             value = validate_input(model, raw, job=name)
             key = handle.key_for(value)
-            handle.tenant_for(value)  # refuse an underivable tenant at enqueue, not at run
+            tenant = tenant_of(handle, value, actor_org)
+            for derive in derived_later:
+                derive(value)  # refused here, with nothing written, rather than at admission
             job_id, run_id = new_id_pair()
             payload = encode_payload(value, job=name, max_bytes=max_bytes)
             # positional, in the record's field order
@@ -86,7 +80,7 @@ class JobsFacade:
                     run_id,
                     name,
                     queue,
-                    enqueuer_org,
+                    tenant,
                     key,
                     payload,
                     priority,

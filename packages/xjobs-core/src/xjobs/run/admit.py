@@ -12,7 +12,12 @@ from xjobs.contract.rates import InProcessRates, RateBucket, RateStore
 from xjobs.contract.stores import SlotHolder, SlotStore
 from xjobs.declare.job import JobHandle
 from xjobs.declare.rate import ResolvedRate, global_scope, job_scope, queue_scope
-from xjobs.errors import ConcurrencyUnenforceableError, RateUnenforceableError, XJobsError
+from xjobs.errors import (
+    ConcurrencyUnenforceableError,
+    KeyUnderivableError,
+    RateUnenforceableError,
+    XJobsError,
+)
 from xjobs.run.rate_batch import GrantBatch
 from xjobs.run.rate_pool import PermitPool
 from xjobs.run.record import RunRecord
@@ -191,8 +196,8 @@ async def admit(
     try:
         buckets = gate.buckets(handle, run.value) if gate is not None else ()
         key = None if concurrency is None else concurrency.lease_key(handle.name, run.value)
-    except XJobsError as exc:  # the attempt fails with this error; the round goes on
-        return Admission("undecidable", error=exc)
+    except XJobsError as exc:  # terminal: every attempt derives the same; the round goes on
+        return Admission("undecidable", error=KeyUnderivableError(exc.message, terminal=True))
     if gate is not None and buckets:
         wait = await gate.take(buckets, ahead=gate.held_ahead(handle))
         if wait:

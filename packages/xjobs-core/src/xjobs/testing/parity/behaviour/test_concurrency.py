@@ -29,13 +29,6 @@ SHED_WAIT = timedelta(seconds=5)
 SHED_WAIT_MS = int(SHED_WAIT.total_seconds() * 1000)
 
 
-def org_unless_unknown(value: Item) -> str:
-    """A concurrency key that cannot be derived for the org "unknown"."""
-    if value.org == "unknown":
-        raise LookupError("no key for an unknown org")
-    return value.org
-
-
 class TestConcurrencyEnforcement:
     async def test_a_declared_concurrency_without_a_lease_store_refuses_to_start(
         self, parity: ParityEnv
@@ -258,36 +251,6 @@ class TestFleetConcurrency:
             second = await within(app.run_worker(concurrency=1, until_idle=True), what="run two")
         assert ran == ["first", "second"]
         assert (first.completed, second.completed, second.refused) == (1, 1, 0)
-
-    async def test_a_key_that_cannot_be_derived_fails_the_attempt_not_the_round(
-        self, parity: ParityEnv
-    ) -> None:
-        """Rule: a concurrency key that cannot be derived fails the attempt, not the round."""
-        ran: list[str] = []
-
-        @job(
-            tenant=org_of,
-            idempotency_key=key_of,
-            queue=QUEUE,
-            concurrency=Concurrency(key=org_unless_unknown, limit=1),
-        )
-        async def body(ctx: JobContext, input: Item) -> None:
-            ran.append(input.org)
-
-        app = parity.app(jobs=[body])
-        async with app:
-            bad, good = await body.enqueue_many(
-                [Item(org="unknown", key="bad"), Item(org="org-1", key="good")]
-            )
-            stats = await within(app.run_worker(until_idle=True), what="an idle worker")
-            failed = await app.get_job(bad.job_id)
-            done = await app.get_job(good.job_id)
-        assert ran == ["org-1"]
-        assert (failed.state, failed.attempt) == ("ready", 1)
-        assert failed.last_error is not None
-        assert "XJOBS_KEY_UNDERIVABLE" in failed.last_error
-        assert done.state == "completed"
-        assert (stats.retried, stats.completed) == (1, 1)
 
     async def test_a_slot_that_cannot_be_renewed_for_a_whole_ttl_cancels_the_run_uncounted(
         self, parity: ParityEnv

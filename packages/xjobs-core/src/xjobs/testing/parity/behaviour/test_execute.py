@@ -74,7 +74,7 @@ class TestExecute:
         app = parity.app(jobs=[body])
         async with app:
             await run_with_context(
-                Actor(org_id="org-enqueuer", user_id="u-7"),
+                Actor(org_id="org-run", user_id="u-7"),
                 lambda: body.enqueue(Item(org="org-run")),
             )
             await app.run_worker(until_idle=True)
@@ -118,7 +118,7 @@ class TestExecute:
         assert (ctx.job_id, ctx.run_id) == (result.job_id, result.run_id)
         assert (ctx.name, ctx.queue, ctx.attempt) == ("body", QUEUE, 1)
         assert (ctx.tenant, ctx.enqueued_by) == ("org-9", "u-7")
-        assert (record.enqueued_by, record.tenant_id) == ("u-7", None)
+        assert (record.enqueued_by, record.tenant_id) == ("u-7", "org-9")
 
     async def test_final_attempt_is_known_before_the_body_runs(self, parity: ParityEnv) -> None:
         """Rule: JobContext.final_attempt is known before the body runs (True exactly on the last attempt)."""
@@ -428,7 +428,7 @@ class TestOnSettled:
         app = parity.app(jobs=[body], on_settled=log)
         async with app:
             result = await run_with_context(
-                Actor(org_id="org-enqueuer", user_id="u-1"),
+                Actor(org_id="org-run", user_id="u-1"),
                 lambda: body.enqueue(Item(org="org-run")),
             )
             await app.run_worker(until_idle=True)
