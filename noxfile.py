@@ -190,13 +190,27 @@ def docs(session: nox.Session) -> None:
 
 
 # The peers of the benchmark, pinned; oban (the Python edition) needs Python 3.12, and arq caps
-# redis-py below 6, so the bench venv runs every Redis client on redis-py 5.
+# redis-py below 6 (saq below 8), so the bench venv runs arq's, saq's and xjobs's Redis clients on
+# redis-py 5. matplotlib draws the picture (bench/results/latest.svg).
 PEERS = (
     "procrastinate==3.10.0",
     "pgqueuer[asyncpg]==1.6.0",
     "saq[postgres,redis]==0.26.4",
     "arq==0.28.0",
     "redis==5.3.1",
+    "pyinstrument==5.1.3",
+    "matplotlib==3.11.2",
+)
+# Celery's kombu needs redis-py 6.4+ and taskiq-redis 8+: these peers run in a second venv (the
+# workspace from uv.lock, redis-py 8 as locked, and them), `python -m bench --peers-python`
+PEERS_OWN_VENV = (
+    "celery[redis]==5.7.0",
+    "dramatiq[redis]==2.2.1",
+    "rq==2.12.0",
+    "huey==3.5.4",
+    "taskiq==0.13.0",
+    "taskiq-redis==1.2.4",
+    "dbos==3.4.0",
     "pyinstrument==5.1.3",
 )
 PEERS_312 = ("oban==0.7.0",)
@@ -217,7 +231,8 @@ def _python_312() -> str | None:
 def bench(session: nox.Session) -> None:
     """The benchmark (not a default session): xjobs, the peers and the raw ceilings in one run.
 
-    `uv run nox -s bench -- --help` lists the flags (workloads, backends, libraries, n, reps).
+    `uv run nox -s bench -- --help` lists the flags (workloads, backends, libraries, n, reps);
+    `uv run nox -s bench -- --quick` runs the headline rows in a few minutes.
     """
     # the optional extras too (W3c10obs runs with the metrics and the tracing on), and the
     # OpenTelemetry SDK, whose spans that workload exports (to nowhere)
@@ -228,7 +243,20 @@ def bench(session: nox.Session) -> None:
     )
     peers = PEERS + (PEERS_312 if str(python_312).strip() == "True" else ())
     session.install(*peers)
-    session.run("python", "-m", "bench", *session.posargs)
+    own = Path(f"{session.virtualenv.location}-peers")
+    python = str(Path(session.virtualenv.location) / "bin" / "python")
+    env = {"UV_PROJECT_ENVIRONMENT": str(own)}
+    session.run_install(
+        "uv", "sync", "--locked", "--all-packages", "--all-extras", "--no-default-groups",
+        "--python", python, env=env, external=True,
+    )  # fmt: skip
+    session.run_install(
+        "uv", "pip", "install", "--python", str(own / "bin" / "python"), *PEERS_OWN_VENV,
+        external=True,
+    )  # fmt: skip
+    session.run(
+        "python", "-m", "bench", "--peers-python", str(own / "bin" / "python"), *session.posargs
+    )
 
 
 @nox.session

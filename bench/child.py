@@ -55,6 +55,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         spec["w8_runs"],
         spec["op_calls"],
         spec.get("w10_trips", workloads.LATENCY_JOBS),
+        spec.get("w11_children", workloads.W11_CHILDREN),
     )
     settle = (lambda: quiesce(spec["url"])) if contender.engine == "postgres" else _nothing
     counter: Any = None
@@ -85,6 +86,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         "W8": lambda: workloads.w8(contender, plan),
         "W9": lambda: workloads.w9(contender, plan, lambda: quiesce(spec["url"])),
         "W10": lambda: workloads.w10(contender, plan),
+        "W11": lambda: workloads.w11(contender, plan),
         "WOP": lambda: workloads.wop(contender, plan, settle),
     }
     results: dict[str, Any] = {}

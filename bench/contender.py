@@ -8,18 +8,23 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-Engine = Literal["memory", "postgres", "redis"]
+Engine = Literal["memory", "postgres", "redis", "sqlite"]
 # WOP: one operator read, timed as a call; it answers the ids it read (a line a queue for the counts)
 Read = Callable[[], Awaitable[tuple[str, ...]]]
 
 
 class Unsupported(Exception):
-    """The library has no such operation; the report shows `none` for the workload."""
+    """The library has no such operation; the report shows `none` for the workload (`not yet`
+    where its reason starts with NOT_YET: an operation the library will have)."""
+
+
+NOT_YET = "not yet"
 
 
 @dataclass(frozen=True)
 class Target:
-    """Where a contender keeps its jobs: a database of its own (Postgres) or a logical db (Redis)."""
+    """Where a contender keeps its jobs: a database of its own (Postgres), a logical db (Redis) or
+    a file in a directory of its own (SQLite, `sqlite:///path`)."""
 
     engine: Engine
     url: str
@@ -69,6 +74,16 @@ class Contender:
     def worker(self, concurrency: int) -> contextlib.AbstractAsyncContextManager[None]:
         """A worker running in this process for the body of the `async with`, `concurrency` jobs at once."""
         raise NotImplementedError
+
+    def standby(self, concurrency: int) -> contextlib.AbstractAsyncContextManager[None]:
+        """Around a drain's window: a worker process of the peer's own, started and idle, that
+        `worker` then sets to work (by default nothing: the worker runs in this process)."""
+        return contextlib.nullcontext()
+
+    async def fan_out(self, children: int, timeout_s: float) -> None:
+        """W11: start one parent that maps `children` no-op children and whose continuation runs
+        once every child has; return when the continuation has run (at most `timeout_s`)."""
+        raise Unsupported("no fan-out")
 
     def idle(self) -> contextlib.AbstractAsyncContextManager[None]:
         """W5: what a deployment leaves running with nothing to do (by default one worker)."""
@@ -129,7 +144,16 @@ ADAPTERS: dict[str, tuple[Engine, str]] = {
     "oban": ("postgres", "bench.adapters.oban_adapter:Oban"),
     "arq": ("redis", "bench.adapters.arq_adapter:Arq"),
     "saq-redis": ("redis", "bench.adapters.saq_adapter:SaqRedis"),
+    "celery": ("redis", "bench.adapters.celery_adapter:Celery"),
+    "huey-redis": ("redis", "bench.adapters.huey_adapter:HueyRedis"),
+    "huey-sqlite": ("sqlite", "bench.adapters.huey_adapter:HueySqlite"),
 }
+# the peers that need redis-py 6 or newer (Celery's kombu, taskiq-redis), where arq and saq cap it
+# below 6 and 8: they run in a venv of their own (`python -m bench --peers-python`), with the rest
+# of this list beside them
+OWN_VENV = frozenset(
+    ("celery", "dramatiq", "rq", "huey-redis", "huey-sqlite", "taskiq", "dbos-pg", "dbos-sqlite")
+)
 
 
 def engine_of(name: str) -> Engine:

@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import Any
 
 ServerSeconds = Callable[[], Awaitable[float]]
+ProcessSeconds = Callable[[], float]
 PROFILE_INTERVAL_S = 0.0005  # one sample each half millisecond of the window
 TOP_FRAMES = 15
 
 
 class Window:
     """One measured window: wall seconds, the process's CPU seconds (every thread, user and
-    system), and the server's seconds (see `Meter.server`) between its start and `stop()`."""
+    system; with the worker processes a peer started, see `Meter.workers`), and the server's
+    seconds (see `Meter.server`) between its start and `stop()`."""
 
     def __init__(self, meter: Meter, server_at_start: float | None) -> None:
         self._meter = meter
@@ -31,6 +33,8 @@ class Window:
 
             self._profiler = Profiler(interval=PROFILE_INTERVAL_S, async_mode="disabled")
             self._profiler.start()
+        self.workers_s: float | None = None
+        self._workers_at_start: float = meter.workers() if meter.workers is not None else 0.0
         self._cpu_at_start = time.process_time()
         self._started = time.perf_counter()
 
@@ -41,6 +45,9 @@ class Window:
         self._stopped = True
         self.seconds = time.perf_counter() - self._started
         self.cpu_s = time.process_time() - self._cpu_at_start
+        if self._meter.workers is not None:
+            self.workers_s = self._meter.workers() - self._workers_at_start
+            self.cpu_s += self.workers_s
         if self._profiler is not None:
             self._profiler.stop()
             self._meter.keep_profile(self._profiler)
@@ -53,6 +60,8 @@ class Window:
         if jobs <= 0:
             return {}
         out = {"cpu_s_per_1k": self.cpu_s * 1000.0 / jobs}
+        if self.workers_s is not None:  # the share of it the worker processes spent
+            out["workers_cpu_s_per_1k"] = self.workers_s * 1000.0 / jobs
         if self.server_s is not None:
             out["server_s_per_1k"] = self.server_s * 1000.0 / jobs
         return out
@@ -60,11 +69,13 @@ class Window:
 
 class Meter:
     """The windows of one child: `server` reads the server's cumulative seconds (None on the
-    memory engine); `profile_to`, when set, is where each window's profile is written, named by
+    memory engine); `workers`, while a peer's worker processes are up, their cumulative CPU
+    seconds (a window open before them counts them from their start); `profile_to`, when set, is where each window's profile is written, named by
     `label` (the contender and the workload)."""
 
     def __init__(self) -> None:
         self.server: ServerSeconds | None = None
+        self.workers: ProcessSeconds | None = None
         self.profile_to: Path | None = None
         self.label = "window"
 

@@ -18,9 +18,11 @@ class Probe:
         self.latencies_ms: list[float] = []
         self.done = asyncio.Event()
 
-    def ran(self, i: int, sent_at: float) -> None:
-        """The job numbered `i`, enqueued at wall time `sent_at`, has started."""
-        self.latencies_ms.append((time.time() - sent_at) * 1000.0)
+    def ran(self, i: int, sent_at: float, started_at: float | None = None) -> None:
+        """The job numbered `i`, enqueued at wall time `sent_at`, has started (now, or at wall time
+        `started_at` where another process saw it start)."""
+        started = time.time() if started_at is None else started_at
+        self.latencies_ms.append((started - sent_at) * 1000.0)
         self.count += 1
         if self.count >= self.expected:
             self.done.set()

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.contender import engine_of
+from bench.contender import NOT_YET, engine_of
 
-ENGINES = ("memory", "postgres", "redis")
+ENGINES = ("memory", "postgres", "redis", "sqlite")
 ORDER = (
     "W1",
     "W2",
@@ -28,6 +28,7 @@ ORDER = (
     "W8",
     "W9",
     "W10",
+    "W11",
     "WOP",
 )
 TITLES = {
@@ -50,6 +51,7 @@ TITLES = {
     "W8": "W8 three-step run",
     "W9": "W9 W3 c=10 while purging 1M finished rows",
     "W10": "W10 enqueue→result latency",
+    "W11": "W11 fan-out: a parent's children, then its continuation",
     "WOP": "WOP operator reads beside the fill",
 }
 # the figure each ratio is taken of, and whether less is better
@@ -73,6 +75,7 @@ PRIMARY = {
     "W8": "runs_per_s",
     "W9": "jobs_per_s",
     "W10": "p50_ms",
+    "W11": "seconds",
     "WOP": "first_filled_p50_ms",
 }
 # WOP: each read, as the report names it, and the most a read beside the fill may cost (p50)
@@ -90,7 +93,12 @@ IDLE_BUDGET = {"postgres": 12 + 6, "redis": 12 * 2 + 6}  # a Redis pass: claim +
 
 
 def xjobs_name(engine: str) -> str:
-    return {"memory": "xjobs-memory", "postgres": "xjobs-pg", "redis": "xjobs-redis"}[engine]
+    return {
+        "memory": "xjobs-memory",
+        "postgres": "xjobs-pg",
+        "redis": "xjobs-redis",
+        "sqlite": "xjobs-sqlite",
+    }[engine]
 
 
 def brief(figures: dict[str, Any]) -> str:
@@ -113,7 +121,9 @@ def figure(workload: str, f: dict[str, Any], w3: dict[str, Any] | None) -> str:
     if "error" in f:
         return "error"
     if "unsupported" in f:
-        return "none"
+        return "not yet" if str(f["unsupported"]).startswith(NOT_YET) else "none"
+    if workload == "W11":
+        return f"{f['seconds']:,.2f} s"
     if workload in ("W4", "W4pool", "W10"):
         return f"{f['p50_ms']:.1f} / {f['p99_ms']:.1f} ms"
     if workload == "W5":
@@ -209,7 +219,7 @@ def table(results: dict[str, Any]) -> list[str]:
 
 
 def _short(engine: str) -> str:
-    return {"memory": "memory", "postgres": "pg", "redis": "redis"}[engine]
+    return {"memory": "memory", "postgres": "pg", "redis": "redis", "sqlite": "sqlite"}[engine]
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -496,12 +506,14 @@ def markdown(data: dict[str, Any]) -> str:
         f"({', '.join(settings['once'])} once), W6 fill {settings['fill']:,} rows, "
         f"W7 {settings['w7_jobs']:,} jobs, W8 {settings['w8_runs']:,} runs, "
         f"W10 {settings.get('w10_trips', 200):,} round trips, "
+        f"W11 {settings.get('w11_children', 10_000):,} children, "
         f"WOP {settings.get('op_calls', 0):,} calls a read. "
         "Ratios are this figure over xjobs's (or the ceiling's) on the same engine: above 1 is "
-        "faster for throughput, slower for W4 and W10 latency, costlier for W5 and W7; in "
+        "faster for throughput, slower for W4, W10 and W11, costlier for W5 and W7; in "
         "brackets, the lowest and highest ratio of one repetition's figures. CPU seconds per "
-        "1,000 jobs (runs for W8, round trips for W10): the benchmark process's, user and system, "
-        "over the measured window; then the server's — on Postgres the time it spent executing "
+        "1,000 jobs (runs for W8, round trips for W10, children for W11): the benchmark "
+        "process's, user and system, with the worker processes a peer starts (Celery, RQ), over "
+        "the measured window; then the server's — on Postgres the time it spent executing "
         "the contender's statements (pg_stat_statements), on Redis the server process's CPU "
         "(INFO cpu).",
         *_took(data.get("took_s", {})),

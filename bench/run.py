@@ -1,5 +1,5 @@
 """The benchmark's entry point (`python -m bench`): start the servers, run every contender in
-alternation, write `bench/results/latest.md` and `.json`."""
+alternation, write `bench/results/latest.md`, `.json` and `.svg`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ import datetime
 import json
 import os
 import platform
+import shutil
+import sqlite3
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -20,8 +24,8 @@ from urllib.parse import urlsplit
 import asyncpg
 from redis.asyncio import Redis
 
-from bench import report
-from bench.contender import ADAPTERS, engine_of, load
+from bench import picture, report
+from bench.contender import ADAPTERS, OWN_VENV, engine_of, load
 
 WORKLOADS = (
     "W1",
@@ -43,11 +47,12 @@ WORKLOADS = (
     "W8",
     "W9",
     "W10",
+    "W11",
     "WOP",
 )
 # slow to set up (or, W10, slow on the polling peers: arq ~0.5 s, saq ~1 s a round trip) and
 # steady: measured in the first repetition only
-ONCE = ("W5", "W6", "W7", "W9", "W10", "WOP")
+ONCE = ("W5", "W6", "W7", "W9", "W10", "W11", "WOP")
 # durable steps, the operator surface, its telemetry, the retention purge: no peer has them
 XJOBS_ONLY = (
     "W8",
@@ -63,12 +68,28 @@ XJOBS_ONLY = (
     "W9",
 )
 ENGINE_ONLY = {"W6": "postgres", "W7": "redis", "W9": "postgres", "W4pool": "postgres"}
-BACKENDS = ("memory", "postgres", "redis")
+BACKENDS = ("memory", "postgres", "redis", "sqlite")
 # peers that cannot finish W1–W3 on `--n` jobs within the run's budget (each a few hundred jobs a
 # second on this machine): they run on `--slow-n` jobs of their own, timed the same way
 SLOW_PEERS = ("procrastinate", "saq-pg", "arq")
 CHILD_TIMEOUT_S = 3600
 RESULTS = Path(__file__).with_name("results")
+# `--quick`: the headline rows, xjobs on each backend and the best peer of each (by the full runs
+# of bench/results), on a small n, once: a contributor's check in under 5 minutes
+QUICK_WORKLOADS = ("W1", "W2", "W3c10", "W4")
+QUICK_LIBRARIES = (
+    "xjobs-memory",
+    "xjobs-pg",
+    "pgqueuer",
+    "xjobs-redis",
+    "saq-redis",
+    "huey-redis",
+    "xjobs-sqlite",
+    "huey-sqlite",
+)
+QUICK_N = 2000
+QUICK_SLOW_N = 500
+QUICK_OUT = Path(tempfile.gettempdir()) / "xjobs-bench-quick"
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -76,11 +97,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--workloads",
         default=",".join(WORKLOADS),
-        help="comma list of W1…W10, WOP, W3p1, W3p2, W3p4 and W4pool (W3 runs the in-process "
+        help="comma list of W1…W11, WOP, W3p1, W3p2, W3p4 and W4pool (W3 runs the in-process "
         "W3 variants: c=10, c=100, with telemetry, with a rate limit)",
     )
     parser.add_argument(
-        "--backends", default=",".join(BACKENDS), help="comma list of memory, postgres, redis"
+        "--backends", default=",".join(BACKENDS), help="comma list of " + ", ".join(BACKENDS)
     )
     parser.add_argument(
         "--libraries",
@@ -122,15 +143,42 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--w10-trips", type=int, default=200, help="W10: enqueue→result round trips"
     )
     parser.add_argument(
+        "--w11-children", type=int, default=10_000, help="W11: the children of the fan-out"
+    )
+    parser.add_argument(
         "--idle-seconds", type=float, default=30.0, help="W5: the counted idle window"
     )
     parser.add_argument(
         "--warm-seconds", type=float, default=6.0, help="W5: idle time before counting"
     )
     parser.add_argument(
-        "--out", type=Path, default=RESULTS, help="where latest.md and latest.json go"
+        "--out",
+        type=Path,
+        default=None,
+        help=f"where latest.md, .json and .svg go (default {RESULTS}; with --quick {QUICK_OUT})",
+    )
+    parser.add_argument(
+        "--peers-python",
+        default="",
+        help="the interpreter of the venv the peers that need redis-py 6+ run in: "
+        + ", ".join(sorted(OWN_VENV))
+        + " (default: this one)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the headline rows only (" + ", ".join(QUICK_WORKLOADS) + "), xjobs and the best "
+        f"peer of each backend, n={QUICK_N}, one repetition (--backends still narrows it)",
     )
     args = parser.parse_args(argv)
+    if args.quick:
+        args.workloads = ",".join(QUICK_WORKLOADS)
+        # xjobs-sqlite joins once its adapter is registered (issue 47, item 2)
+        quick = [name for name in QUICK_LIBRARIES if name in ADAPTERS]
+        args.libraries = args.libraries or ",".join(quick)
+        args.n, args.slow_n, args.reps = QUICK_N, QUICK_SLOW_N, 1
+    if args.out is None:
+        args.out = QUICK_OUT if args.quick else RESULTS
     chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
     args.workloads = [
         w for w in WORKLOADS if w in chosen or (w.startswith("W3c") and "W3" in chosen)
@@ -154,14 +202,30 @@ def applicable(name: str, workloads: list[str]) -> list[str]:
     if engine == "memory" or name.startswith("ceiling"):
         out = [w for w in out if w != "W5"]  # no server to count on; a ceiling does not idle
     if name.startswith("ceiling"):
-        out = [w for w in out if w != "W10"]  # a ceiling stores no results: none to wait for
+        out = [w for w in out if w not in ("W10", "W11")]  # no results to wait for, no children
     if not name.startswith("xjobs"):
         out = [w for w in out if w not in XJOBS_ONLY]
     return out
 
 
-def importable(name: str) -> str | None:
-    """None when the contender's library imports in this venv, else why not."""
+def python_for(name: str, args: argparse.Namespace) -> str:
+    """The interpreter a contender's child runs on: the peers' own venv for those of OWN_VENV."""
+    return str(args.peers_python or sys.executable) if name in OWN_VENV else sys.executable
+
+
+def importable(name: str, python: str = sys.executable) -> str | None:
+    """None when the contender's library imports on `python`, else why not."""
+    if python != sys.executable:
+        probe = f"from bench.contender import load; load({name!r})"
+        done = subprocess.run(
+            [python, "-c", probe],
+            cwd=Path(__file__).parent.parent,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        lines = done.stderr.strip().splitlines()
+        return None if done.returncode == 0 else f"not installed: {lines[-1] if lines else python}"
     try:
         load(name)
     except ImportError as exc:
@@ -173,7 +237,9 @@ class Servers:
     """The servers of the run, started through the test fixtures; a scratch target per contender."""
 
     def __init__(self, backends: list[str]) -> None:
-        self.postgres = self.redis = ""
+        self.postgres = self.redis = self.sqlite = ""
+        if "sqlite" in backends:  # a file a contender, in a directory of the run's own
+            self.sqlite = tempfile.mkdtemp(prefix="xjobs-bench-sqlite-")
         if "postgres" in backends:
             from xjobs_pg.servers import postgres_url
 
@@ -186,6 +252,11 @@ class Servers:
     async def target(self, name: str, engine: str, index: int) -> dict[str, str]:
         if engine == "memory":
             return {"url": "memory://"}
+        if engine == "sqlite":  # afresh: the file of the last repetition and its WAL go
+            folder = Path(self.sqlite) / name
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            return {"url": f"sqlite:///{folder / 'bench.db'}"}
         if engine == "redis":
             url = urlsplit(self.redis)._replace(path=f"/{index}").geturl()
             client = Redis.from_url(url)
@@ -207,6 +278,8 @@ class Servers:
 
     async def versions(self) -> dict[str, str]:
         found: dict[str, str] = {}
+        if self.sqlite:
+            found["sqlite"] = sqlite3.sqlite_version
         if self.postgres:
             conn = await asyncpg.connect(self.postgres)
             try:
@@ -223,9 +296,9 @@ class Servers:
         return found
 
 
-async def run_child(spec: dict[str, Any]) -> dict[str, Any]:
+async def run_child(spec: dict[str, Any], python: str = sys.executable) -> dict[str, Any]:
     process = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "bench.child", json.dumps(spec)),
+        *(python, "-m", "bench.child", json.dumps(spec)),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=Path(__file__).parent.parent,
@@ -273,7 +346,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     for name in args.libraries:
         if engine_of(name) not in args.backends:
             continue
-        why = importable(name)
+        why = importable(name, python_for(name, args))
         if why is None:
             contenders.append(name)
         else:
@@ -292,6 +365,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             print(f"  {name} {workload} ({seconds:.1f} s): {report.brief(figures)}", flush=True)
 
     async def spec(name: str, workloads: list[str]) -> dict[str, Any]:
+        # a Redis contender's logical db: Redis has 16 (db 0 left alone)
+        same_engine = [n for n in contenders if engine_of(n) == engine_of(name)]
         return {
             "contender": name,
             "workloads": workloads,
@@ -302,9 +377,10 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             "w8_runs": args.w8_runs,
             "op_calls": args.op_calls,
             "w10_trips": args.w10_trips,
+            "w11_children": args.w11_children,
             "idle_s": args.idle_seconds,
             "warm_s": args.warm_seconds,
-            **await servers.target(name, engine_of(name), 1 + contenders.index(name)),
+            **await servers.target(name, engine_of(name), 1 + same_engine.index(name)),
         }
 
     idle = [name for name in contenders if "W5" in applicable(name, args.workloads)]
@@ -312,7 +388,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         print(f"W5 side by side: {', '.join(idle)}", flush=True)
         specs = [await spec(name, ["W5"]) for name in idle]
         phase = time.perf_counter()
-        for name, answer in zip(idle, await asyncio.gather(*map(run_child, specs)), strict=True):
+        children = [run_child(s, python_for(n, args)) for n, s in zip(idle, specs, strict=True)]
+        for name, answer in zip(idle, await asyncio.gather(*children), strict=True):
             record(name, answer)
         took["W5"] = time.perf_counter() - phase  # side by side: the phase's wall time
     for rep in range(args.reps):
@@ -328,7 +405,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             print(
                 f"rep {rep + 1}/{args.reps} #{index + 1} {name}: {', '.join(workloads)}", flush=True
             )
-            record(name, await run_child(await spec(name, workloads)))
+            record(name, await run_child(await spec(name, workloads), python_for(name, args)))
     results = {
         name: {
             workload: medians(s, report.PRIMARY.get(workload))
@@ -355,6 +432,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             "w8_runs": args.w8_runs,
             "op_calls": args.op_calls,
             "w10_trips": args.w10_trips,
+            "w11_children": args.w11_children,
             "idle_seconds": args.idle_seconds,
             "once": list(ONCE),
         },
@@ -383,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "latest.json").write_text(json.dumps(data, indent=2) + "\n")
     (args.out / "latest.md").write_text(markdown)
     print(markdown)
+    print(picture.write(data, args.out / "latest.svg"))
     if args.profile is not None:
         print_profiles(args.profile)
     return 0

@@ -1,4 +1,4 @@
-"""The workloads W1–W10 and WOP of performance.md, each driving one `Contender` and answering its
+"""The workloads W1–W11 and WOP of performance.md, each driving one `Contender` and answering its
 figures."""
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ OP_WINDOW_S = 10.0
 OP_WARM = 5
 OP_WARM_S = 2.0
 OP_READS = ("first", "dead", "deep", "queues")
+W11_CHILDREN = 10_000
+FAN_OUT_CONCURRENCY = 100  # W11: the worker's concurrency while the children run
 
 Figures = dict[str, Any]
 
@@ -52,6 +54,7 @@ class Plan:
     w8_runs: int
     op_calls: int
     w10_trips: int = LATENCY_JOBS
+    w11_children: int = W11_CHILDREN
 
 
 def _items(n: int, start: int = 0) -> list[tuple[int, float]]:
@@ -103,9 +106,10 @@ async def drain(
     c: Contender, n: int, concurrency: int, window_s: float = DRAIN_TIMEOUT_S
 ) -> tuple[int, Window]:
     """Jobs run, and the measured window from the worker's start until `n` have run and storage
-    shows none unfinished — or until `window_s` has passed, whichever is first."""
+    shows none unfinished — or until `window_s` has passed, whichever is first. A peer whose
+    worker is a process of its own has it started, idle, before the window (`standby`)."""
     probe.reset(n)
-    async with meter.window() as window, c.worker(concurrency):
+    async with c.standby(concurrency), meter.window() as window, c.worker(concurrency):
         try:
             await asyncio.wait_for(probe.done.wait(), window_s)
             while await c.unfinished():  # noqa: ASYNC110 - storage is polled, it has no event
@@ -441,6 +445,19 @@ async def w7(c: Contender, plan: Plan, used_memory: Callable[[], Awaitable[int]]
     await preload(c, plan.w7_jobs)
     after = await used_memory()
     return {"bytes_per_job": (after - before) / plan.w7_jobs}
+
+
+async def w11(c: Contender, plan: Plan) -> Figures:
+    """Fan-out: one parent maps `plan.w11_children` no-op children and a continuation runs when
+    every child has: seconds from the parent's start to the continuation's."""
+    await c.reset()
+    async with (
+        c.standby(FAN_OUT_CONCURRENCY),
+        c.worker(FAN_OUT_CONCURRENCY),
+        meter.window() as window,
+    ):
+        await c.fan_out(plan.w11_children, DRAIN_TIMEOUT_S)
+    return {"seconds": window.seconds, **window.per_1k(plan.w11_children)}
 
 
 async def w8(c: Contender, plan: Plan) -> Figures:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from bench import report, run
+from bench import contender, picture, remote, report, run
 from xjobs.contract.introspection import COUNT_CAP
 
 ROOT = Path(__file__).parent.parent
@@ -290,3 +293,109 @@ def test_a_profiled_window_writes_its_top_frames(tmp_path: Path) -> None:
     assert len(top.splitlines()) > 3  # the window, then the frames it sampled
     assert (tmp_path / "profiles" / "xjobs-memory-W3c100.tree.txt").stat().st_size > 0
     assert "## xjobs-memory-W3c10" in done.stdout
+
+
+def test_the_picture_draws_each_workload_xjobs_and_another_contender_measured() -> None:
+    results = {
+        "xjobs-redis": {
+            "W1": {"jobs_per_s": 4000.0},
+            "W4": {"p50_ms": 1.1},
+            "W8": {"runs_per_s": 9.0},
+        },
+        "huey-redis": {"W1": {"jobs_per_s": 7000.0}, "W4": {"p50_ms": 0.7}},
+        "celery": {"W1": {"jobs_per_s": 2000.0}, "W4": {"unsupported": "no"}},
+        "ceiling-redis": {"W1": {"jobs_per_s": 5000.0}},
+        "xjobs-pg": {"W1": {"jobs_per_s": 3000.0}, "W3c10obs": {"jobs_per_s": 1.0}},
+    }
+    drawn = {panel.workload: panel for panel in picture.panels(results)}
+    assert list(drawn) == ["W1", "W4"]  # W8: xjobs alone; W3c10obs: an xjobs-only row
+    w1 = drawn["W1"]
+    assert [(bar.name, bar.kind) for bar in w1.bars] == [
+        ("xjobs-pg", "xjobs"),
+        ("xjobs-redis", "xjobs"),
+        ("celery", "peer"),
+        ("huey-redis", "peer"),
+        ("ceiling-redis", "ceiling"),
+    ]  # by engine, xjobs first and the ceiling last
+    assert (w1.unit, w1.log) == ("jobs/s, higher is better", False)
+    assert [bar.name for bar in drawn["W4"].bars] == ["xjobs-redis", "huey-redis"]
+    assert drawn["W4"].unit == "p50 ms, lower is better"
+
+
+def test_a_panel_whose_bars_span_more_than_twenty_times_is_drawn_on_a_log_scale() -> None:
+    results = _throughput({"xjobs-memory": 40_000.0, "ceiling-memory": 1_600_000.0})
+    (panel,) = picture.panels(results)
+    assert panel.log
+
+
+def test_without_matplotlib_the_run_says_it_drew_no_picture(tmp_path: Path) -> None:
+    data = {"results": _throughput({"xjobs-pg": 10.0, "pgqueuer": 5.0}), "date": "today"}
+    said = picture.write(data, tmp_path / "latest.svg")
+    drew = (tmp_path / "latest.svg").exists()
+    assert said.startswith("picture: ") if drew else said.startswith("no picture: matplotlib")
+    assert picture.write({"results": {}}, tmp_path / "none.svg").startswith("no picture: no ")
+
+
+def test_xjobs_fan_out_is_shown_as_not_yet_and_a_peers_as_seconds() -> None:
+    results = {
+        "xjobs-redis": {
+            "W11": {"unsupported": "not yet: a parent that waits comes with workflows"}
+        },
+        "celery": {"W11": {"seconds": 12.5, "cpu_s_per_1k": 0.8}},
+        "xjobs-pg": {"W11": {"unsupported": "no fan-out"}},
+    }
+    rows = report.table(results)
+    title = report.TITLES["W11"]
+    assert f"| {title} | redis | xjobs-redis | not yet |  |  |  |" in rows
+    assert f"| {title} | redis | celery | 12.50 s |  |  | 0.800 |" in rows
+    assert f"| {title} | postgres | xjobs-pg | none |  |  |  |" in rows
+    assert "W11" in run.applicable("celery", ["W11"])
+    assert "W11" not in run.applicable("ceiling-redis", ["W11"])
+
+
+def test_quick_runs_the_headline_rows_once_on_a_small_n() -> None:
+    args = run.parse(["--quick"])
+    assert args.workloads == ["W1", "W2", "W3c10", "W4"]
+    assert (args.n, args.reps, args.out) == (run.QUICK_N, 1, run.QUICK_OUT)
+    assert {"xjobs-memory", "xjobs-pg", "xjobs-redis"} <= set(args.libraries)
+    assert {"pgqueuer", "huey-redis", "huey-sqlite"} <= set(args.libraries)  # the best peers
+    assert set(args.libraries) <= set(contender.ADAPTERS)
+    narrowed = run.parse(["--quick", "--libraries", "xjobs-pg", "--out", "/tmp/x"])
+    assert (narrowed.libraries, narrowed.out) == (["xjobs-pg"], Path("/tmp/x"))
+    assert run.parse([]).out == run.RESULTS  # the full run writes the published results
+
+
+def test_the_peers_that_need_a_newer_redis_client_run_on_the_peers_interpreter() -> None:
+    args = run.parse(["--peers-python", "/opt/peers/bin/python"])
+    assert run.python_for("celery", args) == "/opt/peers/bin/python"
+    assert run.python_for("taskiq", args) == "/opt/peers/bin/python"
+    assert run.python_for("arq", args) == sys.executable  # arq caps redis-py below 6
+    assert run.python_for("celery", run.parse([])) == sys.executable
+
+
+def test_a_worker_process_tree_is_counted_with_its_children(tmp_path: Path) -> None:
+    spin = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
+    script = tmp_path / "spin.py"
+    script.write_text(
+        spin + "import subprocess, sys\nsubprocess.run([sys.executable, sys.argv[1]])\n"
+    )
+    (tmp_path / "child.py").write_text(spin + "time.sleep(30)\n")
+    parent = subprocess.Popen([sys.executable, str(script), str(tmp_path / "child.py")])
+    try:
+        deadline = time.monotonic() + 20
+        while remote.tree_cpu_s(parent.pid) < 0.55 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert remote.tree_cpu_s(parent.pid) >= 0.55  # its 0.3 s and its live child's 0.3 s
+    finally:
+        for child in remote_children(parent.pid):
+            os.kill(child, signal.SIGKILL)
+        parent.kill()
+        parent.wait()
+
+
+def remote_children(pid: int) -> list[int]:
+    return [
+        int(p)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for p in (task / "children").read_text().split()
+    ]

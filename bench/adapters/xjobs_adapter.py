@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 
 import xjobs
-from bench.contender import Contender, Engine, Read, Target, Unsupported
+from bench.contender import NOT_YET, Contender, Engine, Read, Target, Unsupported
 from bench.probe import probe
 from bench.workloads import drain
 from xjobs.contract.driver import JOB_STATES
@@ -231,6 +231,9 @@ class XJobs(Contender):
         enqueued = await bench_answer.enqueue(Numbered(i=i, sent_at=sent_at))
         answer: object = await enqueued.result(timeout=timedelta(seconds=timeout_s))
         return answer
+
+    async def fan_out(self, children: int, timeout_s: float) -> None:
+        raise Unsupported(f"{NOT_YET}: a parent that waits for its children comes with workflows")
 
     @contextlib.asynccontextmanager
     async def worker(self, concurrency: int) -> AsyncIterator[None]:
