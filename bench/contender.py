@@ -145,8 +145,10 @@ ADAPTERS: dict[str, tuple[Engine, str]] = {
     "arq": ("redis", "bench.adapters.arq_adapter:Arq"),
     "saq-redis": ("redis", "bench.adapters.saq_adapter:SaqRedis"),
     "celery": ("redis", "bench.adapters.celery_adapter:Celery"),
+    "dramatiq": ("redis", "bench.adapters.dramatiq_adapter:Dramatiq"),
     "huey-redis": ("redis", "bench.adapters.huey_adapter:HueyRedis"),
     "huey-sqlite": ("sqlite", "bench.adapters.huey_adapter:HueySqlite"),
+    "taskiq": ("redis", "bench.adapters.taskiq_adapter:Taskiq"),
 }
 # the peers that need redis-py 6 or newer (Celery's kombu, taskiq-redis), where arq and saq cap it
 # below 6 and 8: they run in a venv of their own (`python -m bench --peers-python`), with the rest
