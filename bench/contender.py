@@ -149,6 +149,8 @@ ADAPTERS: dict[str, tuple[Engine, str]] = {
     "huey-redis": ("redis", "bench.adapters.huey_adapter:HueyRedis"),
     "huey-sqlite": ("sqlite", "bench.adapters.huey_adapter:HueySqlite"),
     "taskiq": ("redis", "bench.adapters.taskiq_adapter:Taskiq"),
+    "dbos-pg": ("postgres", "bench.adapters.dbos_adapter:DbosPostgres"),
+    "dbos-sqlite": ("sqlite", "bench.adapters.dbos_adapter:DbosSqlite"),
 }
 # the peers that need redis-py 6 or newer (Celery's kombu, taskiq-redis), where arq and saq cap it
 # below 6 and 8: they run in a venv of their own (`python -m bench --peers-python`), with the rest
