@@ -148,8 +148,8 @@ def errors_page() -> str:
         "# Error codes",
         "",
         "Every refusal is an `XJobsError` subclass with a stable `.code`: match on the code, not",
-        "the message. `str(error)` is `CODE: message`; the message says what was wrong and what",
-        "to do. This page is generated from the classes and their docstrings.",
+        "the message. `str(error)` is `CODE: message`; the message says what was wrong. Each entry",
+        "below says what the code means and what to do, generated from the classes' docstrings.",
         "",
     ]
     by_code: dict[str, list[ErrorEntry]] = {}

@@ -154,6 +154,15 @@ def test_every_error_class_has_its_own_docstring() -> None:
     assert bare == []
 
 
+def test_every_error_class_says_what_to_do() -> None:
+    silent = [
+        cls.__qualname__
+        for cls in _every_error_class()
+        if "To do: " not in (cls.__dict__.get("__doc__") or "")
+    ]
+    assert silent == [], "end each refusal's docstring with a paragraph `To do: …`"
+
+
 def test_every_error_class_is_in_the_error_reference() -> None:
     page = REFERENCE.errors_page()
     missing = [

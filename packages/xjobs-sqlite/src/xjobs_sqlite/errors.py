@@ -13,13 +13,20 @@ SQLITE_LOCKED = 6
 
 
 class SqliteUrlInvalidError(XJobsError):
-    """A `sqlite://` URL names no file this driver can share between processes, or an unknown option."""
+    """A `sqlite://` URL names no file this driver can share between processes, or an unknown option.
+
+    To do: Use `sqlite:///relative/path.db` or `sqlite:////absolute/path.db` in an existing
+    directory; `memory://` for an in-memory store.
+    """
 
     code = "XJOBS_SQLITE_URL_INVALID"
 
 
 class SqliteNetworkFilesystemError(XJobsError):
-    """The database file is on a network filesystem, where WAL cannot share its lock between hosts."""
+    """The database file is on a network filesystem, where WAL cannot share its lock between hosts.
+
+    To do: Put the database file on a local disk, or use Postgres for several hosts.
+    """
 
     code = "XJOBS_SQLITE_NETWORK_FS"
 

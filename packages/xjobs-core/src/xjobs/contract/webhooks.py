@@ -28,7 +28,10 @@ MAX_KEPT: Final = 100_000
 
 
 class WebhookInvalidError(XJobsError):
-    """A webhook endpoint id, message id, secret, URL or ledger option is malformed."""
+    """A webhook endpoint id, message id, secret, URL or ledger option is malformed.
+
+    To do: Fix the value as the message says.
+    """
 
     code = errors.WEBHOOK_INVALID
 

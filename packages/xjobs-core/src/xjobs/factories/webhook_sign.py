@@ -31,7 +31,11 @@ SIGNATURE_HEADER: Final = "webhook-signature"
 
 class WebhookSignatureError(XJobsError):
     """A received webhook's headers are missing, its timestamp is outside the tolerance, or no
-    signature matches any of the receiver's secrets."""
+    signature matches any of the receiver's secrets.
+
+    To do: Refuse the request; if it should have passed, check the shared secret and both sides'
+    clocks.
+    """
 
     code = errors.WEBHOOK_SIGNATURE
 
