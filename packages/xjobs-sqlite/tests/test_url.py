@@ -36,6 +36,9 @@ def test_synchronous_is_normal_unless_the_url_asks_for_full(tmp_path: Path) -> N
         "sqlite:///jobs.db?journal_mode=delete",
         "sqlite:///jobs.db?synchronous=off",
         "sqlite:///no/such/directory/jobs.db",
+        "sqlite:///jobs.db?mode=0700",
+        "sqlite:///jobs.db?mode=0400",
+        "sqlite:///jobs.db?mode=rw",
     ],
 )
 def test_a_url_naming_no_shareable_file_is_refused(url: str) -> None:

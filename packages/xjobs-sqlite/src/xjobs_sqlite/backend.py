@@ -13,7 +13,7 @@ from xjobs_sqlite.backfills import SqliteBackfillLedger
 from xjobs_sqlite.driver import SqliteJobDriver
 from xjobs_sqlite.events import SqliteEventBus
 from xjobs_sqlite.executor import Executor
-from xjobs_sqlite.guards import refuse_network_filesystem, wal_reset_fixed
+from xjobs_sqlite.guards import create_private, refuse_network_filesystem, wal_reset_fixed
 from xjobs_sqlite.install import install
 from xjobs_sqlite.introspection import SqliteIntrospection
 from xjobs_sqlite.outbox import SqliteOutboxStore
@@ -65,6 +65,7 @@ async def open_backend(
     refuse_network_filesystem(target.path)
     finite_count("busy_timeout_ms", busy_timeout_ms, minimum=0)
     finite_count("busy_retries", busy_retries, minimum=0)
+    create_private(target.path, target.mode)
     clock = clock or SystemClock()
     source = WakeSource(
         activate=lambda: wake.start(asyncio.get_running_loop(), executor.writer.nudge)

@@ -1,5 +1,5 @@
 """What a file must be for several processes to share it safely: on a local filesystem, with a SQLite
-that has the WAL-reset fix.
+that has the WAL-reset fix, created readable by its owner only.
 
 WAL keeps its index in shared memory beside the file, which only processes of one host can share:
 on a network filesystem (NFS, SMB, sshfs, ...) two hosts would each believe they hold the write
@@ -72,6 +72,19 @@ def refuse_network_filesystem(path: str, mounts_file: Path = MOUNTS) -> None:
             "of one host, so processes of two hosts would corrupt it; put the file on a local "
             "disk, or use Postgres for a fleet of hosts"
         )
+
+
+def create_private(path: str, mode: int) -> None:
+    """Create the database file with `mode` (before SQLite would create it with the umask's),
+    unless it exists: SQLite gives its WAL and shared-memory files the database file's mode."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, mode)  # the umask may have taken bits the mode asked for
+    finally:
+        os.close(fd)
 
 
 def wal_reset_fixed(version: tuple[int, int, int] = sqlite3.sqlite_version_info) -> bool:

@@ -11,7 +11,10 @@ from xjobs_sqlite.errors import SqliteUrlInvalidError
 
 Synchronous = Literal["normal", "full"]
 SYNCHRONOUS: Final[tuple[Synchronous, ...]] = ("normal", "full")
-OPTIONS: Final = ("synchronous",)
+OPTIONS: Final = ("synchronous", "mode")
+# A new database file is created readable and writable by its owner only (its WAL and shared
+# memory files take the same mode): payloads and results are not for other local users.
+DEFAULT_MODE: Final = 0o600
 _IN_MEMORY: Final = frozenset({"", ":memory:"})
 
 
@@ -21,6 +24,7 @@ class SqliteTarget:
 
     path: str
     synchronous: Synchronous = "normal"
+    mode: int = DEFAULT_MODE
 
 
 def parse_url(url: str) -> SqliteTarget:
@@ -30,7 +34,9 @@ def parse_url(url: str) -> SqliteTarget:
     `:memory:` (every connection would see its own empty database, and no other process any), a
     directory that does not exist, and an unknown option. `?synchronous=full` makes every commit
     wait for the disk; the default `normal` is durable across a process crash, and may lose the
-    last commits (never corrupt the file) on a power loss.
+    last commits (never corrupt the file) on a power loss. `?mode=0640` (octal) is the mode a NEW
+    file is created with (default 0600, owner only); the owner keeps read and write, no one is
+    given execute, and an existing file's mode is never changed.
     """
     parts = urlsplit(url)
     if parts.scheme.lower() != "sqlite":
@@ -58,10 +64,29 @@ def parse_url(url: str) -> SqliteTarget:
         raise SqliteUrlInvalidError(
             f"{url!r}: synchronous={synchronous!r} is not one of {', '.join(SYNCHRONOUS)}"
         )
+    mode = _mode(url, options.get("mode"))
     absolute = os.path.abspath(path)
     directory = os.path.dirname(absolute)
     if not os.path.isdir(directory):
         raise SqliteUrlInvalidError(
             f"{url!r}: the directory {directory!r} does not exist; create it first"
         )
-    return SqliteTarget(path=absolute, synchronous="full" if synchronous == "full" else "normal")
+    return SqliteTarget(
+        path=absolute, synchronous="full" if synchronous == "full" else "normal", mode=mode
+    )
+
+
+def _mode(url: str, text: str | None) -> int:
+    """The `?mode=` of a new file: octal, owner read and write, no execute bit, nothing beyond 0666."""
+    if text is None:
+        return DEFAULT_MODE
+    try:
+        mode = int(text, 8)
+    except ValueError:
+        mode = -1
+    if mode < 0 or mode & ~0o666 or mode & 0o600 != 0o600:
+        raise SqliteUrlInvalidError(
+            f"{url!r}: mode={text!r} must be octal permissions of at most 0666 that give the owner "
+            "read and write (e.g. 0600, 0640, 0660)"
+        )
+    return mode
