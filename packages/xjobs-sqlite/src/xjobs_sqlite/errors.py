@@ -16,7 +16,9 @@ class SqliteUrlInvalidError(XJobsError):
     """A `sqlite://` URL names no file this driver can share between processes, or an unknown option.
 
     To do: Use `sqlite:///relative/path.db` or `sqlite:////absolute/path.db` in an existing
-    directory; `memory://` for an in-memory store.
+    directory (`memory://` for an in-memory store), with only the options `synchronous=normal`
+    or `full` and `mode=` octal permissions that keep the owner's read and write (0600, 0640,
+    0660).
     """
 
     code = "XJOBS_SQLITE_URL_INVALID"
