@@ -14,6 +14,7 @@ SCAFFOLDING = (
     "xjobs_pg.servers",
     "xjobs_redis.testing",
     "xjobs_redis.servers",
+    "xjobs_sqlite.testing",
 )
 
 PROBE = """
@@ -42,5 +43,5 @@ def test_loading_every_plugin_imports_no_test_scaffolding() -> None:
         check=True,
     )
     seen = json.loads(run.stdout)
-    assert {"memory", "postgres", "redis"} <= set(seen["backends"])
+    assert {"memory", "postgres", "redis", "sqlite"} <= set(seen["backends"])
     assert seen["loaded"] == []

@@ -68,6 +68,8 @@ STABLE_CODES = {
     "ExtraMissingError": "XJOBS_EXTRA_MISSING",
     "RateLimitedError": "XJOBS_RATE_LIMITED",
     "RateUnenforceableError": "XJOBS_RATE_UNENFORCEABLE",
+    "TenantScopeInvalidError": "XJOBS_TENANT_SCOPE_INVALID",
+    "TenantScopeSharedError": "XJOBS_TENANT_SCOPE_SHARED",
 }
 
 

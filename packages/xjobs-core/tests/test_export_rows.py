@@ -11,9 +11,8 @@ import pytest
 
 from xjobs import App
 from xjobs.declare.retry import Retry
-from xjobs.errors import KeyUnderivableError
 from xjobs.factories import DirectorySink, ExportInput, Page, Sink, export_rows
-from xjobs.factories.backfill_errors import ExportSinkError
+from xjobs.factories.backfill_errors import ExportScopeError, ExportSinkError
 from xjobs.factories.export_rows import page_name
 
 NOW_RETRY = Retry(attempts=3, base=timedelta(0), cap=timedelta(0))
@@ -98,9 +97,9 @@ async def test_an_export_sees_only_its_tenant_and_has_no_cross_tenant_escape(
         run = await app.enqueue(export, ExportInput(tenant="org-2", export_id="e2"))
         await app.run_worker(until_idle=True)
         assert (await app.get_job(run.job_id)).state == "completed"
-        with pytest.raises(KeyUnderivableError, match="no cross-tenant escape"):
+        with pytest.raises(ExportScopeError, match="no cross-tenant escape"):
             await app.enqueue(export, ExportInput(tenant="none", export_id="e3"))
-        with pytest.raises(KeyUnderivableError, match="is not"):
+        with pytest.raises(ExportScopeError, match="is not"):
             await app.enqueue(export, ExportInput(tenant="../org-1", export_id="e4"))
     assert [r["org"] for r in _lines(tmp_path / "org-2" / "e2" / "page-000000.jsonl")] == ["org-2"]
     assert not (tmp_path / "org-1").exists()

@@ -7,12 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from xjobs_sqlite.backend import open_backend
-from xjobs_sqlite.testing import file_url
 
 from xjobs.clock import ManualClock
 from xjobs.errors import BackendUnavailableError
 from xjobs.testing.rows import new_job
+from xjobs_sqlite.backend import open_backend
+from xjobs_sqlite.testing import file_url
 
 
 def _hold_write_lock(path: Path) -> sqlite3.Connection:

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from xjobs_sqlite.claim import claim_pass, claim_statement
-from xjobs_sqlite.enqueue import enqueue_rows
-from xjobs_sqlite.install import install
 
 from xjobs.contract.driver import ClaimOptions
 from xjobs.testing.rows import new_job
+from xjobs_sqlite.claim import claim_pass, claim_statement
+from xjobs_sqlite.enqueue import enqueue_rows
+from xjobs_sqlite.install import install
 
 NOW = 1_000_000
 

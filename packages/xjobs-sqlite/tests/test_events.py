@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from xjobs_sqlite.backend import open_backend
 
 from xjobs.clock import ManualClock
 from xjobs.contract.driver import ClaimOptions
 from xjobs.run.settle import parking
 from xjobs.testing.rows import event_wait, new_job
+from xjobs_sqlite.backend import open_backend
 
 
 @pytest.mark.asyncio

@@ -7,11 +7,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from xjobs_sqlite.backend import open_backend
-from xjobs_sqlite.testing import file_url
 
 from xjobs.clock import ManualClock
 from xjobs.testing.rows import new_job
+from xjobs_sqlite.backend import open_backend
+from xjobs_sqlite.testing import file_url
 
 
 def _modes(path: Path) -> dict[str, int]:

@@ -7,12 +7,12 @@ import logging
 from pathlib import Path
 
 import pytest
-from xjobs_sqlite.backend import open_backend
-from xjobs_sqlite.errors import SqliteNetworkFilesystemError
-from xjobs_sqlite.guards import filesystem_of, refuse_network_filesystem, wal_reset_fixed
 
 from xjobs.clock import ManualClock
 from xjobs.testing.rows import new_job
+from xjobs_sqlite.backend import open_backend
+from xjobs_sqlite.errors import SqliteNetworkFilesystemError
+from xjobs_sqlite.guards import filesystem_of, refuse_network_filesystem, wal_reset_fixed
 
 MOUNTS = """\
 /dev/sda1 / ext4 rw,relatime 0 0

@@ -8,12 +8,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from xjobs_sqlite.backend import open_backend
-from xjobs_sqlite.testing import file_url
 
 from xjobs.clock import ManualClock
 from xjobs.contract.driver import ClaimOptions
 from xjobs.contract.stores import WorkerInfo
+from xjobs_sqlite.backend import open_backend
+from xjobs_sqlite.testing import file_url
 
 TTL_MS = 60_000
 

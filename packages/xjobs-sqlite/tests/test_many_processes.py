@@ -12,10 +12,9 @@ import json
 import subprocess
 import sys
 
-from xjobs_sqlite.backend import open_backend
-
 from xjobs.clock import SystemClock
 from xjobs.contract.driver import BatchAck, ClaimOptions
+from xjobs_sqlite.backend import open_backend
 
 PROCESSES = 4
 ROUNDS = 150

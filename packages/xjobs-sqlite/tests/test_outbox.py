@@ -6,14 +6,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from xjobs_sqlite.backend import open_backend
-from xjobs_sqlite.testing import file_url
 
 from xjobs.clock import ManualClock
 from xjobs.contract.backend import Backend
 from xjobs.contract.stores import OutboxStore
 from xjobs.errors import OutboxConnectionInvalidError
 from xjobs.testing.rows import new_job
+from xjobs_sqlite.backend import open_backend
+from xjobs_sqlite.testing import file_url
 
 
 def _outbox(backend: Backend) -> OutboxStore:

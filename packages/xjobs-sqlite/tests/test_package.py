@@ -7,11 +7,11 @@ import subprocess
 import sys
 
 import pytest
-from xjobs_sqlite.backend import open_backend
 
 from xjobs.clock import ManualClock
 from xjobs.contract.plugins import factory_for_name, factory_for_url
 from xjobs.testing.rows import new_job
+from xjobs_sqlite.backend import open_backend
 
 PRODUCTION = """
 import asyncio, sys

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from xjobs_sqlite.install import install
 from xjobs_sqlite.sql import sql
 

@@ -6,11 +6,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
+from xjobs.clock import ManualClock
 from xjobs_sqlite.backend import open_backend
 from xjobs_sqlite.executor import WAL_SIZE_LIMIT
 from xjobs_sqlite.testing import file_url
-
-from xjobs.clock import ManualClock
 
 
 @pytest.mark.asyncio

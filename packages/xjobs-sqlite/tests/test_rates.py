@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from xjobs_sqlite.backend import open_backend
 
 from xjobs.clock import ManualClock
 from xjobs.contract.rates import RateBucket
+from xjobs_sqlite.backend import open_backend
 
 
 @pytest.mark.asyncio

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from xjobs_sqlite.backend import open_backend
 
 from xjobs.clock import ManualClock
 from xjobs.contract.driver import ClaimOptions
 from xjobs.testing.rows import new_job
+from xjobs_sqlite.backend import open_backend
 
 
 @pytest.mark.asyncio

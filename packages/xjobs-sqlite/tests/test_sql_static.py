@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Iterator
 
 import pytest
+
 from xjobs_sqlite.claim import claim_statement
 from xjobs_sqlite.install import install
 from xjobs_sqlite.sql import statements

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from xjobs_sqlite.errors import SqliteUrlInvalidError
 from xjobs_sqlite.url import parse_url
 

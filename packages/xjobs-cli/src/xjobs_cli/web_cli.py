@@ -39,7 +39,7 @@ def add_target(parser: argparse.ArgumentParser) -> None:
         "--url",
         default=None,
         metavar="URL",
-        help="open the backend at URL with no job declarations (no redaction, no tasks)",
+        help="open the backend at URL with no job declarations (inputs, keys and step results withheld; no tasks)",
     )
 
 

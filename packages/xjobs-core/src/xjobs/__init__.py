@@ -19,7 +19,7 @@ from xjobs.contract.introspection import JobFilter, JobPage, RequeueFilter
 from xjobs.contract.plugins import BackendFactory, connect, installed_backends
 from xjobs.contract.stores import EventRecord, StepRecord, TaskFire
 from xjobs.declare.concurrency import Concurrency
-from xjobs.declare.job import JobHandle, job
+from xjobs.declare.job import JobHandle, Redact, job
 from xjobs.declare.rate import Rate
 from xjobs.declare.retry import Retry
 from xjobs.declare.task import TaskHandle, task
@@ -59,6 +59,7 @@ __all__ = [
     "ManualClock",
     "Operator",
     "Rate",
+    "Redact",
     "Relay",
     "RelayStats",
     "RequeueFilter",

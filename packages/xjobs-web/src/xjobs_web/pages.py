@@ -126,8 +126,6 @@ async def job_page(dash: Dashboard, visit: Visit) -> Response:
     detail = await operator_of(dash, visit).get_job(job_id)
     now = dash.app.clock.now_ms()
     steps = timeline(detail.record, list(detail.steps), list(detail.errors))
-    handle = dash.app.registry.jobs.get(detail.record.name)
-    redaction = "applied" if handle is not None and handle.redact_input is not None else "none"
     values = context(
         dash,
         visit,
@@ -135,7 +133,7 @@ async def job_page(dash: Dashboard, visit: Visit) -> Response:
         detail=detail,
         job=detail.record,
         steps=steps,
-        redaction=redaction,
+        redaction=detail.redaction,
         actions=[] if dash.options.read_only else actions_for(detail.record, now),
     )
     return html(dash.env, "job.html", values)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from xjobs.errors import KeyUnderivableError
+from xjobs.errors import KeyUnderivableError, XJobsError
 
 # A key is stored in a unique index (Postgres btree entries are bounded) and in Redis key names:
 # at most this many characters, with no NUL and no lone surrogate, alike on every backend.
@@ -16,6 +16,8 @@ def derive_str(fn: Callable[[Any], object], value: Any, *, what: str, job: str) 
     """`fn(value)`, which must be a non-empty str; anything else is `KeyUnderivableError` naming `what`."""
     try:
         derived = fn(value)
+    except XJobsError:
+        raise  # a coded refusal of the key's own (a webhook event with no org) keeps its code
     except Exception as exc:
         raise KeyUnderivableError(f"{what} of job {job!r} could not be derived: {exc!r}") from exc
     if not isinstance(derived, str) or not derived:

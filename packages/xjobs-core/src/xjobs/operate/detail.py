@@ -36,26 +36,6 @@ class JobDetail:
     errors: tuple[AttemptError, ...]
     redaction: Redaction = "none"
 
-    def __post_init__(self) -> None:
-        # `JobDetail(record, redacted_input(handle, payload), steps, errors)` redacts the record
-        # and the steps too (the form the operator builds it in, until it calls `job_detail`).
-        pending = self.input
-        if isinstance(pending, _Pending):
-            shown = job_detail(pending.handle, self.record, self.steps, self.errors)
-            for name in ("record", "input", "steps", "redaction"):
-                object.__setattr__(self, name, getattr(shown, name))
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    handle: JobHandle[Any] | None
-
-
-def redacted_input(handle: JobHandle[Any] | None, payload: str) -> Any:
-    """What `JobDetail` redacts its record, input and steps with when passed as its `input`."""
-    del payload  # the record it is built with carries it
-    return _Pending(handle)
-
 
 def job_detail(
     handle: JobHandle[Any] | None,

@@ -23,7 +23,7 @@ from xjobs.declare.registry import Registry
 from xjobs.errors import FilterInvalidError, JobNotFoundError
 from xjobs.names import validate_job_name, validate_queue
 from xjobs.operate.cursor import decode_cursor, encode_cursor
-from xjobs.operate.detail import JobDetail, redacted_input
+from xjobs.operate.detail import JobDetail, job_detail
 from xjobs.operate.filters import batch_limit, page_limit
 from xjobs.operate.views import TaskView, WorkerView, task_views, worker_views
 
@@ -100,9 +100,7 @@ class Operator:
             steps = await self._backend.steps.list(record.run_id, record.queue)
         errors = await self._ops.errors(job_id)
         handle = self._registry.jobs.get(record.name)
-        return JobDetail(
-            record, redacted_input(handle, record.payload), tuple(steps), tuple(errors)
-        )
+        return job_detail(handle, record, steps, errors)
 
     async def queues(self) -> list[QueueCounts]:
         """Every queue's counts, its oldest due job and whether it is paused."""
