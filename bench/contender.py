@@ -146,6 +146,7 @@ ADAPTERS: dict[str, tuple[Engine, str]] = {
     "saq-redis": ("redis", "bench.adapters.saq_adapter:SaqRedis"),
     "celery": ("redis", "bench.adapters.celery_adapter:Celery"),
     "dramatiq": ("redis", "bench.adapters.dramatiq_adapter:Dramatiq"),
+    "rq": ("redis", "bench.adapters.rq_adapter:RQ"),
     "huey-redis": ("redis", "bench.adapters.huey_adapter:HueyRedis"),
     "huey-sqlite": ("sqlite", "bench.adapters.huey_adapter:HueySqlite"),
     "taskiq": ("redis", "bench.adapters.taskiq_adapter:Taskiq"),

@@ -131,10 +131,9 @@ def figure(workload: str, f: dict[str, Any], w3: dict[str, Any] | None) -> str:
     if workload == "W7":
         return f"{f['bytes_per_job']:,.0f} B/job"
     if workload == "W8":
-        return (
-            f"{f['runs_per_s']:,.0f} runs/s; {f['step_writes_per_run']:.1f} step writes, "
-            f"{f['step_reads_per_run']:.1f} reads per run"
-        )
+        reads = f.get("step_reads_per_run")  # a peer's reads are not counted
+        text = f"{f['runs_per_s']:,.0f} runs/s; {f['step_writes_per_run']:.1f} step writes"
+        return text + (f", {reads:.1f} reads per run" if reads is not None else " per run")
     if workload == "WOP":
         ratios = op_ratios(f)
         return "p50 filled/empty: " + ", ".join(

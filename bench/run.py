@@ -53,9 +53,9 @@ WORKLOADS = (
 # slow to set up (or, W10, slow on the polling peers: arq ~0.5 s, saq ~1 s a round trip) and
 # steady: measured in the first repetition only
 ONCE = ("W5", "W6", "W7", "W9", "W10", "W11", "WOP")
-# durable steps, the operator surface, its telemetry, the retention purge: no peer has them
+# the operator surface, its telemetry, the retention purge: no peer has them (W8's durable steps:
+# DBOS has them, the others answer none)
 XJOBS_ONLY = (
-    "W8",
     "WOP",
     "W3c10obs",
     "W3c10obs0",
@@ -202,7 +202,8 @@ def applicable(name: str, workloads: list[str]) -> list[str]:
     if engine == "memory" or name.startswith("ceiling"):
         out = [w for w in out if w != "W5"]  # no server to count on; a ceiling does not idle
     if name.startswith("ceiling"):
-        out = [w for w in out if w not in ("W10", "W11")]  # no results to wait for, no children
+        # no steps to record, no results to wait for, no children
+        out = [w for w in out if w not in ("W8", "W10", "W11")]
     if not name.startswith("xjobs"):
         out = [w for w in out if w not in XJOBS_ONLY]
     return out

@@ -353,6 +353,14 @@ def test_xjobs_fan_out_is_shown_as_not_yet_and_a_peers_as_seconds() -> None:
     assert "W11" not in run.applicable("ceiling-redis", ["W11"])
 
 
+def test_w8_runs_on_the_peers_and_a_peers_uncounted_reads_are_left_out() -> None:
+    assert "W8" in run.applicable("dbos-pg", ["W8"])  # DBOS has durable steps
+    assert "W8" not in run.applicable("ceiling-pg", ["W8"])
+    results = {"dbos-pg": {"W8": {"runs_per_s": 120.0, "step_writes_per_run": 3.0}}}
+    (row,) = (line for line in report.table(results) if "dbos-pg" in line)
+    assert "| 120 runs/s; 3.0 step writes per run |" in row
+
+
 def test_quick_runs_the_headline_rows_once_on_a_small_n() -> None:
     args = run.parse(["--quick"])
     assert args.workloads == ["W1", "W2", "W3c10", "W4"]

@@ -1,6 +1,7 @@
 """DBOS Transact 3 on Postgres and on a SQLite file: workflows enqueued on a DBOS queue by a
 `DBOSClient` (what an application that does not run them uses), run by DBOS launched in this
-process."""
+process; W8 as a workflow of three steps, W11 as a workflow enqueueing its children on a second
+queue and gathering them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import contextlib
 import importlib.metadata
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
@@ -16,8 +18,11 @@ from dbos import DBOS, DBOSClient  # type: ignore[import-not-found,unused-ignore
 
 from bench import remote
 from bench.contender import Contender, Engine, Target
+from bench.probe import probe
+from bench.workloads import drain
 
 QUEUE = "bench"
+CHILDREN = "bench-children"  # W11: the parent's children, on a queue of their own
 # how often DBOS's queue thread looks for work while a workload runs: its default, 1 s, would cap
 # a drain at `concurrency` runs a second; W5 (idle) runs at the default
 POLL_S = 0.01
@@ -34,8 +39,36 @@ def _answer(i: int, sent_at: float) -> int:
     return i
 
 
+def _step() -> None:
+    """W8: a step that does nothing; DBOS records its output."""
+
+
+step = DBOS.step(name="bench_step")(_step)
+
+
+def _three_steps(i: int, sent_at: float) -> None:
+    remote.ran(i, sent_at)
+    for _ in range(3):
+        step()
+
+
+def _child() -> None:
+    """W11: a no-op child."""
+
+
+def _parent(children: int, sent_at: float) -> None:
+    queue = DBOS.retrieve_queue(CHILDREN)
+    handles = [queue.enqueue(child) for _ in range(children)]
+    for handle in handles:
+        handle.get_result()
+    remote.ran(children, sent_at)
+
+
 job = DBOS.workflow(name="bench_job")(_job)
 answer = DBOS.workflow(name="bench_answer")(_answer)
+three_steps = DBOS.workflow(name="bench_three_steps")(_three_steps)
+child = DBOS.workflow(name="bench_child")(_child)
+parent = DBOS.workflow(name="bench_parent")(_parent)
 
 
 class Dbos(Contender):
@@ -45,6 +78,7 @@ class Dbos(Contender):
 
     library = "dbos"
     results = True
+    schema: ClassVar[str] = ""
     _client: Any
     _url: str
 
@@ -66,7 +100,7 @@ class Dbos(Contender):
         engine = sqlalchemy.create_engine(self._url)
         try:
             with engine.begin() as conn:
-                conn.execute(sqlalchemy.text(RESET))
+                conn.execute(sqlalchemy.text(RESET.format(schema=self.schema)))
         finally:
             engine.dispose()
 
@@ -78,13 +112,34 @@ class Dbos(Contender):
         handle = self._client.enqueue(options, i, sent_at)
         return await asyncio.wait_for(asyncio.to_thread(handle.get_result), timeout_s)
 
-    async def unfinished(self) -> int:
+    async def steps(self, runs: int) -> dict[str, float]:
+        """W8: `runs` three-step workflows through one worker (c=10); DBOS's step writes per run
+        (its `operation_outputs` rows; the reads it makes are not counted here)."""
+        options = {"workflow_name": "bench_three_steps", "queue_name": QUEUE}
+        before = await asyncio.to_thread(self._scalar, STEP_WRITES.format(schema=self.schema))
+        for i in range(runs):
+            self._client.enqueue(options, i, 0.0)
+        _, window = await drain(self, runs, 10)
+        writes = await asyncio.to_thread(self._scalar, STEP_WRITES.format(schema=self.schema))
+        return {"runs_per_s": runs / window.seconds, "step_writes_per_run": (writes - before) / runs,
+                **window.per_1k(runs)}  # fmt: skip
+
+    async def fan_out(self, children: int, timeout_s: float) -> None:
+        probe.reset(1)
+        options = {"workflow_name": "bench_parent", "queue_name": QUEUE}
+        self._client.enqueue(options, children, time.time())
+        await asyncio.wait_for(probe.done.wait(), timeout_s)
+
+    def _scalar(self, statement: str) -> int:
         engine = sqlalchemy.create_engine(self._url)
         try:
             with engine.connect() as conn:
-                return int(conn.execute(sqlalchemy.text(UNFINISHED)).scalar_one())
+                return int(conn.execute(sqlalchemy.text(statement)).scalar_one())
         finally:
             engine.dispose()
+
+    async def unfinished(self) -> int:
+        return await asyncio.to_thread(self._scalar, UNFINISHED.format(schema=self.schema))
 
     @contextlib.asynccontextmanager
     async def _launched(self, concurrency: int, poll_s: float = POLL_S) -> AsyncIterator[None]:
@@ -100,6 +155,10 @@ class Dbos(Contender):
             DBOS.register_queue, QUEUE, worker_concurrency=concurrency, polling_interval_sec=poll_s,
             on_conflict="always_update",
         )  # fmt: skip
+        await asyncio.to_thread(
+            DBOS.register_queue, CHILDREN, worker_concurrency=concurrency,
+            polling_interval_sec=poll_s, on_conflict="always_update",
+        )  # fmt: skip
         try:
             yield
         finally:
@@ -114,13 +173,16 @@ class Dbos(Contender):
         return self._launched(10, DEFAULT_POLL_S)
 
 
-RESET = "delete from dbos.workflow_status"
-UNFINISHED = "select count(*) from dbos.workflow_status where status in ('ENQUEUED', 'PENDING')"
+# DBOS's tables: in the `dbos` schema on Postgres, the file's own on SQLite
+RESET = "delete from {schema}workflow_status"
+STEP_WRITES = "select count(*) from {schema}operation_outputs"
+UNFINISHED = "select count(*) from {schema}workflow_status where status in ('ENQUEUED', 'PENDING')"
 
 
 class DbosPostgres(Dbos):
     library = "dbos-pg"
     engine: ClassVar[Engine] = "postgres"
+    schema: ClassVar[str] = "dbos."
 
 
 class DbosSqlite(Dbos):
