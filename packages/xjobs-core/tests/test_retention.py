@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -26,7 +27,7 @@ from xjobs.errors import (
     DeclarationInvalidError,
     OptionInvalidError,
 )
-from xjobs.factories.purge import CLOCK_STEP, PURGE_JOB, purge
+from xjobs.factories.purge import CLOCK_STEP, PURGE_JOB, purge, purge_pass
 
 HOUR_MS = 3_600_000
 
@@ -188,7 +189,7 @@ def test_job_retention_is_validated_and_kept_on_the_handle() -> None:
 
 @pytest.mark.asyncio
 async def test_an_app_without_retention_refuses_a_pass_but_runs_a_given_policy() -> None:
-    async with App("memory://", clock=ManualClock()) as app:
+    async with App("memory://", clock=ManualClock(), retention=None) as app:
         with pytest.raises(AppStateError):
             await app.purge()
         report = await app.purge(Retention(), dry_run=True)
@@ -202,4 +203,27 @@ async def test_an_app_with_retention_refuses_a_backend_without_a_retention_store
     bare = Backend(name="bare", url="memory://", clock=backend.clock, jobs=backend.jobs)
     with pytest.raises(CapabilityMissingError):
         await App(bare, retention=Retention()).open()
+    with pytest.raises(CapabilityMissingError, match="retention=None"):
+        await App(bare).open()  # retention is on by default
+    async with App(bare, retention=None) as app:
+        assert PURGE_JOB not in app.jobs
     await backend.close()
+
+
+@pytest.mark.asyncio
+async def test_the_pass_by_hand_and_the_job_s_pass_are_one_path() -> None:
+    """`purge_pass` is what the purge job's body and `App.purge` both run: each target in order
+    at one instant, through the step it is given; a dry run counts; duplicate names refused."""
+    targets = [Target("a"), Target("b")]
+    stepped: list[str] = []
+
+    async def step(name: str, run: Callable[[int], Awaitable[int]], now_ms: int) -> int:
+        stepped.append(name)
+        return await run(now_ms)
+
+    assert await purge_pass(targets, 7, step=step) == {"a": 1, "b": 1}
+    assert (stepped, targets[0].asked, targets[1].asked) == (["a", "b"], [7], [7])
+    assert await purge_pass(targets, 9, dry_run=True) == {"a": 0, "b": 0}
+    assert targets[0].asked == [7]
+    with pytest.raises(DeclarationInvalidError):
+        await purge_pass([Target("a"), Target("a")], 7)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from xjobs.contract.retention import Retention
+from xjobs.contract.retention import DEFAULT_RETENTION
 from xjobs_cli.output import EXIT_OK, Body, emit
 from xjobs_cli.table import render
 from xjobs_cli.target import Subparsers, Target, add_operator_parser, opened, resolve
@@ -13,12 +13,13 @@ from xjobs_cli.target import Subparsers, Target, add_operator_parser, opened, re
 
 async def _purge(target: Target, dry_run: bool) -> Body:
     async with opened(target) as app:
-        # The app's own policy (`App(retention=...)`), or the defaults for a bare --url.
-        policy = app.retention or Retention()
+        # The app's policy (the defaults unless it set its own), the defaults for a bare --url, or
+        # for an app that turned retention off: a pass by hand is asked for explicitly.
+        policy = app.retention or DEFAULT_RETENTION
         report = await app.purge(policy, dry_run=dry_run)
         return {
             "dry_run": dry_run,
-            "policy": "app" if app.retention is not None else "default",
+            "policy": "default" if policy == DEFAULT_RETENTION else "app",
             "stores": [{"store": store, "rows": n} for store, n in report.items()],
             "total": sum(report.values()),
         }
@@ -48,7 +49,7 @@ def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
         "their steps and attempt errors), events, published outbox rows, expired worker rows and "
         "counter buckets past the app's Retention policy (the defaults with --url), in bounded "
         "batches; prints what went per store. The scheduler's leader runs the same pass on its "
-        "cron when the app declares retention.",
+        "cron unless the app turned retention off (App(retention=None)).",
         run=_run,
     )
     parser.add_argument(

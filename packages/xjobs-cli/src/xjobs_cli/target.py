@@ -125,6 +125,9 @@ def resolve(args: argparse.Namespace) -> Target:
 @asynccontextmanager
 async def opened(target: Target) -> AsyncIterator[App]:
     """The target's App, open for the duration (a `--url` App declares no job and no task)."""
-    app = load_app(target.spec) if target.spec is not None else App(target.url or "")
+    # retention=None: a --url App registers nothing, not even the default purge task.
+    app = (
+        load_app(target.spec) if target.spec is not None else App(target.url or "", retention=None)
+    )
     async with app:
         yield app

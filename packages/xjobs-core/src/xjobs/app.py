@@ -17,6 +17,7 @@ from xjobs.contract.introspection import RequeueFilter
 from xjobs.contract.moves import moved
 from xjobs.contract.plugins import connect
 from xjobs.contract.retention import (
+    DEFAULT_RETENTION,
     PURGE_STORES,
     Keep,
     PurgeCut,
@@ -33,6 +34,7 @@ from xjobs.enqueue.facade import JobsFacade
 from xjobs.errors import (
     AppStateError,
     BackendClosedError,
+    CapabilityMissingError,
     ExtraMissingError,
     JobNotFoundError,
     JobNotRegisteredError,
@@ -45,7 +47,7 @@ from xjobs.event_match import (
     sending_tenant,
     validate_event_name,
 )
-from xjobs.factories.purge import PURGE_JOB, PurgeInput, purge
+from xjobs.factories.purge import PURGE_JOB, PurgeInput, purge, purge_pass
 from xjobs.observe.snapshot import read_view
 from xjobs.observe.telemetry import Telemetry
 from xjobs.operate.operator import Operator
@@ -73,6 +75,8 @@ class App:
 
     `on_worker_start` / `on_worker_stop` run around `run_worker` in the worker's process (open a
     pool, warm a cache); `on_settled` is called after every ending settle that landed.
+    `retention` is on by default (`DEFAULT_RETENTION`: finished jobs a day, failed and dead ones a
+    week): its purge job runs on its cron on the scheduler's leader; `retention=None` keeps all.
     """
 
     def __init__(
@@ -88,12 +92,13 @@ class App:
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         backend_options: Mapping[str, Any] | None = None,
         outbox: str | Backend | None = None,
-        retention: Retention | None = None,
+        retention: Retention | None = DEFAULT_RETENTION,
     ) -> None:
         self.clock: Clock = clock or (
             backend.clock if isinstance(backend, Backend) else SystemClock()
         )
-        # Retention on: the purge job and its cron task are registered beside the app's own.
+        # Retention on (the default): the purge job and its cron task are registered beside the
+        # app's own; `retention=None` turns it off.
         self.retention = retention
         self._purge_task = None if retention is None else self._purge_task_for(retention)
         extra = () if self._purge_task is None else (self._purge_task,)
@@ -278,7 +283,13 @@ class App:
         """Hand the policy to the backend (Redis expires a finished job's keys by it); a backend
         without a retention store refuses the app, closed again if the app opened it."""
         try:
-            backend.require("retention")
+            try:
+                backend.require("retention")
+            except CapabilityMissingError as exc:
+                raise CapabilityMissingError(
+                    f"{exc}; retention is on by default: pass App(retention=None) to keep every "
+                    "finished job"
+                ) from exc
         except BaseException:
             self._backend = self._outbox_backend = None
             if self._owns_backend:
@@ -320,12 +331,7 @@ class App:
         policy = policy or self.retention
         if policy is None:
             raise AppStateError("retention is off: pass App(retention=Retention()) or a policy")
-        now_ms = self.clock.now_ms()
-        report: dict[str, int] = {}
-        for target in self._targets(policy):
-            run = target.count_expired if dry_run else target.purge_expired
-            report[target.name] = await run(now_ms)
-        return report
+        return await purge_pass(self._targets(policy), self.clock.now_ms(), dry_run=dry_run)
 
     async def get_steps(self, job_id: str) -> list[StepRecord]:
         """The recorded steps of a job's run, by position (`XJOBS_JOB_NOT_FOUND` when there is none)."""

@@ -37,6 +37,8 @@ def _kept_ms(name: str, value: object) -> int:
 class Retention:
     """How long each kind of finished work is kept before the purge deletes it.
 
+    An `App` keeps `DEFAULT_RETENTION` (these defaults) unless told otherwise: completed and
+    cancelled jobs a day, failed and dead ones a week; `App(retention=None)` keeps everything.
     A job is kept from the instant it finished (its steps, attempt errors and event wait go with
     it); a sent event from its send (a wait past its deadline goes too); a published outbox row
     from its publication; a worker row from its expiry; a counter bucket from its start (a minute
@@ -51,8 +53,8 @@ class Retention:
 
     completed: timedelta = DAY
     cancelled: timedelta = DAY
-    failed: timedelta = 14 * DAY
-    dead: timedelta = 14 * DAY
+    failed: timedelta = 7 * DAY
+    dead: timedelta = 7 * DAY
     events: timedelta = 7 * DAY
     outbox: timedelta = timedelta(hours=1)
     workers: timedelta = DAY
@@ -114,6 +116,10 @@ def pacing_duty(duty: object) -> float:
     if value <= 0:
         raise OptionInvalidError(f"retention duty must be above 0, got {duty!r}")
     return value
+
+
+# The policy an `App` keeps when it is given none: retention is on by default.
+DEFAULT_RETENTION: Final = Retention()
 
 
 @dataclass(frozen=True, slots=True)

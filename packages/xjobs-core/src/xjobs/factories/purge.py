@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 
 from pydantic import BaseModel
@@ -17,6 +17,10 @@ from xjobs.run.context import JobContext
 
 PURGE_JOB = "xjobs.purge"
 CLOCK_STEP = "clock"
+
+
+# How a pass runs one target: `(name, purge, now_ms)`; the job runs each as a durable step.
+PassStep = Callable[[str, Callable[[int], Awaitable[int]], int], Awaitable[int]]
 
 
 class PurgeInput(BaseModel):
@@ -39,6 +43,27 @@ def _target_names(targets: Sequence[PurgeTarget]) -> list[str]:
     return names
 
 
+async def _at_once(name: str, run: Callable[[int], Awaitable[int]], now_ms: int) -> int:
+    return await run(now_ms)
+
+
+async def purge_pass(
+    targets: Sequence[PurgeTarget],
+    now_ms: int,
+    *,
+    step: PassStep = _at_once,
+    dry_run: bool = False,
+) -> dict[str, int]:
+    """The one purge pass: each target purged (or, with `dry_run`, counted) at `now_ms`, in
+    order, through `step` (the purge job's durable step; here and now for `App.purge`); it
+    answers what went per target. Duplicate target names are refused."""
+    report: dict[str, int] = {}
+    for name, target in zip(_target_names(targets), targets, strict=True):
+        run = target.count_expired if dry_run else target.purge_expired
+        report[name] = await step(name, run, now_ms)
+    return report
+
+
 def purge(
     targets: Sequence[PurgeTarget],
     *,
@@ -54,7 +79,7 @@ def purge(
     One live pass at a time: its idempotency key is constant (a cron task scopes it by occurrence).
     """
     targets = list(targets)
-    names = _target_names(targets)
+    _target_names(targets)
     read = clock or SystemClock()
 
     def now_ms() -> int:
@@ -62,10 +87,7 @@ def purge(
 
     async def body(ctx: JobContext, _: PurgeInput) -> dict[str, int]:
         now = await ctx.step.run(CLOCK_STEP, now_ms)
-        report: dict[str, int] = {}
-        for step, target in zip(names, targets, strict=True):
-            report[step] = await ctx.step.run(step, target.purge_expired, now)
-        return report
+        return await purge_pass(targets, now, step=ctx.step.run)
 
     return job(
         body,

@@ -66,8 +66,12 @@ class ParityEnv:
         return ops
 
     def app(self, jobs: Iterable[object] = (), **options: Any) -> App:
-        """An `App` over this scenario's backend and clock (it does not own the backend)."""
-        return App(self.backend, jobs=jobs, clock=self.clock, **options)
+        """An `App` over this scenario's backend and clock (it does not own the backend).
+
+        Retention is off unless the scenario passes `retention=`: a scenario pins its own jobs
+        and tasks, and the default purge task would fire beside them.
+        """
+        return App(self.backend, jobs=jobs, clock=self.clock, **{"retention": None, **options})
 
     def new_job(self, **overrides: Any) -> NewJob:
         """A row to enqueue straight through the driver; every column may be overridden."""

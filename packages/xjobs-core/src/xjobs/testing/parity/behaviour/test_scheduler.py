@@ -440,7 +440,9 @@ class TestLeadership:
         leader = CountingLeader(parity.backend.leader)
         state = CountingState(parity.backend.scheduler)
         counted = replace(parity.backend, scheduler=state)
-        app = await App(counted, tasks=[hourly(cron="0 0 * * *")], clock=parity.clock).open()
+        app = await App(
+            counted, tasks=[hourly(cron="0 0 * * *")], clock=parity.clock, retention=None
+        ).open()
         scheduler = app.scheduler(leader=leader)
         await scheduler.tick()
         loaded = state.calls  # the first round reads the watermarks and arms the new task
