@@ -95,6 +95,7 @@ async def test_the_leading_scheduler_counts_fires_and_serves_the_backend_gauges(
     assert leading[("xjobs_leader", (("role", "scheduler"),))] == 1
     assert leading[("xjobs_queue_ready", (("queue", "reports"),))] == 1
     assert leading[("xjobs_queue_dead", (("queue", "reports"),))] == 0
+    assert leading[("xjobs_queue_dead_jobs", (("queue", "reports"),))] == 0  # the alias
     assert leading[("xjobs_queue_oldest_ready_seconds", (("queue", "reports"),))] == 0
     assert leading[("xjobs_workers_alive", ())] == 0
     # a scheduler that stepped down serves no backend gauge: another process leads now

@@ -68,9 +68,12 @@ METRIC_NAMES: Final = (
     "xjobs_queue_ready",
     "xjobs_queue_oldest_ready_seconds",
     "xjobs_queue_dead",
+    "xjobs_queue_dead_jobs",
     "xjobs_workers_alive",
     "xjobs_leader",
 )
+# A name kept beside the current one for one release (the seed's `queue_dead_jobs`): same samples.
+METRIC_ALIASES: Final = {"xjobs_queue_dead_jobs": "xjobs_queue_dead"}
 
 
 def _client() -> Any:
@@ -105,15 +108,21 @@ class _BackendCollector:
         dead = GaugeMetricFamily(
             "xjobs_queue_dead", "Dead jobs per queue (bounded count).", labels=["queue"]
         )
+        dead_alias = GaugeMetricFamily(
+            "xjobs_queue_dead_jobs",
+            "Deprecated alias of xjobs_queue_dead (removed in the next release).",
+            labels=["queue"],
+        )
         alive = GaugeMetricFamily("xjobs_workers_alive", "Live worker processes in the registry.")
         if view is not None:
             for queue in view.queues:
                 ready.add_metric([queue.queue], queue.ready)
                 oldest.add_metric([queue.queue], queue.oldest_ready_s)
                 dead.add_metric([queue.queue], queue.dead)
+                dead_alias.add_metric([queue.queue], queue.dead)
             if view.workers_alive is not None:
                 alive.add_metric([], view.workers_alive)
-        yield from (ready, oldest, dead, alive)
+        yield from (ready, oldest, dead, dead_alias, alive)
 
 
 class _Family:
