@@ -70,8 +70,9 @@ XJOBS_ONLY = (
 ENGINE_ONLY = {"W6": "postgres", "W7": "redis", "W9": "postgres", "W4pool": "postgres"}
 BACKENDS = ("memory", "postgres", "redis", "sqlite")
 # peers that cannot finish W1–W3 on `--n` jobs within the run's budget (each a few hundred jobs a
-# second on this machine): they run on `--slow-n` jobs of their own, timed the same way
-SLOW_PEERS = ("procrastinate", "saq-pg", "arq")
+# second on this machine, DBOS below a hundred): they run on `--slow-n` jobs of their own, timed
+# the same way
+SLOW_PEERS = ("procrastinate", "saq-pg", "arq", "celery", "rq", "dbos-pg", "dbos-sqlite")
 CHILD_TIMEOUT_S = 3600
 RESULTS = Path(__file__).with_name("results")
 # `--quick`: the headline rows, xjobs on each backend and the best peer of each (by the full runs

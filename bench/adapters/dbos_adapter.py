@@ -9,6 +9,8 @@ import asyncio
 import contextlib
 import importlib.metadata
 import logging
+import sqlite3
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -17,7 +19,7 @@ import sqlalchemy  # type: ignore[import-not-found,unused-ignore]
 from dbos import DBOS, DBOSClient  # type: ignore[import-not-found,unused-ignore]
 
 from bench import remote
-from bench.contender import Contender, Engine, Target
+from bench.contender import Contender, Engine, Target, Unsupported
 from bench.probe import probe
 from bench.workloads import drain
 
@@ -85,18 +87,32 @@ class Dbos(Contender):
     def version(self) -> str:
         return importlib.metadata.version("dbos")
 
+    def refusal(self) -> str | None:
+        """Why DBOS cannot run on this engine here, if it cannot."""
+        return None
+
+    def _usable(self) -> None:
+        refusal = self.refusal()
+        if refusal is not None:
+            raise Unsupported(refusal)
+
     async def open(self, target: Target) -> None:
         logging.getLogger("dbos").setLevel(logging.WARNING)
         self._url = target.url
+        self._client = None
+        if self.refusal() is not None:
+            return  # every workload answers why (`_usable`)
         # DBOS creates its schema on launch: once here, so the client finds it
         async with self._launched(10):
             pass
         self._client = DBOSClient(system_database_url=target.url)
 
     async def close(self) -> None:
-        self._client.destroy()
+        if self._client is not None:
+            self._client.destroy()
 
     async def reset(self) -> None:
+        self._usable()
         engine = sqlalchemy.create_engine(self._url)
         try:
             with engine.begin() as conn:
@@ -115,6 +131,7 @@ class Dbos(Contender):
     async def steps(self, runs: int) -> dict[str, float]:
         """W8: `runs` three-step workflows through one worker (c=10); DBOS's step writes per run
         (its `operation_outputs` rows; the reads it makes are not counted here)."""
+        self._usable()
         options = {"workflow_name": "bench_three_steps", "queue_name": QUEUE}
         before = await asyncio.to_thread(self._scalar, STEP_WRITES.format(schema=self.schema))
         for i in range(runs):
@@ -143,6 +160,7 @@ class Dbos(Contender):
 
     @contextlib.asynccontextmanager
     async def _launched(self, concurrency: int, poll_s: float = POLL_S) -> AsyncIterator[None]:
+        self._usable()
         config = {
             "name": "bench",
             "system_database_url": self._url,
@@ -191,3 +209,11 @@ class DbosSqlite(Dbos):
 
     library = "dbos-sqlite"
     engine: ClassVar[Engine] = "sqlite"
+
+    def refusal(self) -> str | None:
+        if sys.version_info >= (3, 12) and sqlite3.sqlite_version_info < (3, 42):
+            return (
+                f"DBOS's SQLite schema needs SQLite 3.42 on Python 3.12+ (unixepoch('subsec')); "
+                f"this Python links {sqlite3.sqlite_version}"
+            )
+        return None
