@@ -146,10 +146,11 @@ def tests_311(session: nox.Session) -> None:
 @nox.session
 @nox.parametrize("driver", list(_drivers()))
 def parity(session: nox.Session, driver: str) -> None:
-    """The parity suite against one driver, in a venv holding only xjobs-core, that driver and pytest."""
+    """The parity suite against one driver, in a venv holding only xjobs-core, that driver, pytest
+    and hypothesis."""
     dist = _drivers()[driver]
     _sync(session, "--package", dist, "--no-default-groups")
-    session.install(_locked("pytest"))
+    session.install(_locked("pytest"), _locked("hypothesis"))
     session.run(
         "python",
         "-c",
@@ -159,9 +160,10 @@ def parity(session: nox.Session, driver: str) -> None:
     _parity_suite(session, driver)
 
 
-def _parity_suite(session: nox.Session, driver: str, **env: str) -> None:
+def _parity_suite(session: nox.Session, driver: str, *args: str, **env: str) -> None:
     """Run the parity suite against `driver` outside the repository, as a third party would: no
-    project pytest config, no conftest, only what the installed distributions ship."""
+    project pytest config, no conftest, only what the installed distributions ship (`args`: more
+    pytest arguments)."""
     env["XJOBS_REQUIRE_SERVERS"] = os.environ.get("XJOBS_REQUIRE_SERVERS", "")
     tmp = Path(session.create_tmp()).resolve()
     ini = tmp / "pytest.ini"
@@ -169,8 +171,20 @@ def _parity_suite(session: nox.Session, driver: str, **env: str) -> None:
     session.chdir(tmp)
     session.run(
         "python", "-m", "pytest", "-c", str(ini), "-p", "no:cacheprovider",
-        "--pyargs", "xjobs.testing.parity", f"--xjobs-backend={driver}", *session.posargs, env=env,
+        "--pyargs", "xjobs.testing.parity", f"--xjobs-backend={driver}", *args, *session.posargs,
+        env=env,
     )  # fmt: skip
+
+
+@nox.session(name="model-long")
+@nox.parametrize("driver", list(_drivers()))
+def model_long(session: nox.Session, driver: str) -> None:
+    """The model test of the driver contract (parity `contract/test_model.py`) on one driver with
+    the `xjobs-model-long` Hypothesis profile: many more and longer examples (not a default session)."""
+    _sync(session, "--package", _drivers()[driver], "--no-default-groups")
+    session.install(_locked("pytest"), _locked("hypothesis"))
+    model = "test_the_driver_agrees_with_the_reference_model"
+    _parity_suite(session, driver, "-k", model, XJOBS_MODEL_PROFILE="xjobs-model-long")
 
 
 # The site's tools, pinned here (not in uv.lock: only this session needs them).
@@ -294,7 +308,7 @@ def parity_redis_floor(session: nox.Session) -> None:
     """The Redis parity suite on the lowest redis-py xjobs-redis declares, not the locked one:
     the driver reaches into redis-py's connections (its lanes), whose API moved between 5 and 8."""
     _sync(session, "--package", "xjobs-redis", "--no-default-groups")
-    session.install(_locked("pytest"), REDIS_FLOOR)
+    session.install(_locked("pytest"), _locked("hypothesis"), REDIS_FLOOR)
     session.run("python", "-c", "import redis; print('redis-py', redis.__version__)")
     _parity_suite(session, "redis")
 
