@@ -322,6 +322,17 @@ def test_the_picture_draws_each_workload_xjobs_and_another_contender_measured() 
     assert drawn["W4"].unit == "p50 ms, lower is better"
 
 
+def test_a_workload_xjobs_has_not_yet_is_drawn_with_the_peers_and_says_so() -> None:
+    results = {
+        "xjobs-redis": {"W11": {"unsupported": "not yet: workflows"}, "W2": {"unsupported": "x"}},
+        "celery": {"W11": {"seconds": 9.3}, "W2": {"jobs_per_s": 100.0}},
+    }
+    (panel,) = picture.panels(results)  # W2: xjobs has no figure and no "not yet"
+    assert (panel.workload, panel.title) == ("W11", f"{report.TITLES['W11']} (xjobs: not yet)")
+    assert [bar.name for bar in panel.bars] == ["celery"]
+    assert panel.unit == "s, lower is better"
+
+
 def test_a_panel_whose_bars_span_more_than_twenty_times_is_drawn_on_a_log_scale() -> None:
     results = _throughput({"xjobs-memory": 40_000.0, "ceiling-memory": 1_600_000.0})
     (panel,) = picture.panels(results)
