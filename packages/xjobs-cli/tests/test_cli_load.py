@@ -9,6 +9,7 @@ import pytest
 
 import xjobs
 from xjobs.errors import AppLoadError
+from xjobs.factories.purge import PURGE_JOB
 from xjobs_cli.load import load_app
 
 APP_MODULE = (
@@ -82,7 +83,8 @@ def test_an_attribute_that_is_not_an_app_is_refused(app_dir: Path) -> None:
 def test_the_demo_app_loads_with_its_six_jobs() -> None:
     loaded = load_app("xjobs_cli.demo:app")
 
-    assert sorted(loaded.jobs) == [
+    assert PURGE_JOB in loaded.jobs  # retention is on by default
+    assert sorted(n for n in loaded.jobs if n != PURGE_JOB) == [
         "call_partner_api",
         "charge_card",
         "import_catalog",

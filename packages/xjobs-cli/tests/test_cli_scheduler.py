@@ -24,7 +24,7 @@ async def report(ctx: xjobs.JobContext, input: Day) -> None:
 
 nightly = xjobs.task(job=report, cron="0 3 * * *", tz="UTC", input=lambda at: Day(day=str(at)))
 app = xjobs.App("memory://", tasks=[nightly])
-no_tasks = xjobs.App("memory://", jobs=[report])
+no_tasks = xjobs.App("memory://", jobs=[report], retention=None)  # no purge task either
 '''
 
 

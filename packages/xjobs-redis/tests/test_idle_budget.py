@@ -216,7 +216,8 @@ async def measure(
     idle: Idle, jobs: list[object], queues: tuple[str, ...]
 ) -> tuple[Counted, Counted]:
     """One idle pass, then an idle worker's window of whole ceilings."""
-    async with xjobs.App(idle.backend, jobs=jobs) as app:
+    # retention=None: the budget is pinned for these jobs' queues (the purge job serves `default`)
+    async with xjobs.App(idle.backend, jobs=jobs, retention=None) as app:
         worker = app.worker(concurrency=CONCURRENCY)
         assert worker.options.queues == queues
         wake = idle.backend.wake
