@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xjobs.clock import Clock
 from xjobs.contract.backend import Backend
+from xjobs.contract.backfills import MAX_BACKFILL_ROWS, BackfillRow, rows_limit
 from xjobs.contract.driver import BulkResult, JobRecord
 from xjobs.contract.introspection import (
     DEFAULT_JOB_PAGE,
@@ -135,6 +136,14 @@ class Operator:
         fires = await state.task_fires(names) if state is not None and names else {}
         paused = await state.paused(names) if state is not None and names else set()
         return task_views(self._registry.tasks, fires, paused, self._clock.now_ms())
+
+    async def backfills(
+        self, name: str | None = None, limit: int = MAX_BACKFILL_ROWS
+    ) -> list[BackfillRow]:
+        """The backfill ledger's runs (of one sweep, or all), newest start first."""
+        self._backend.require("backfills")
+        assert self._backend.backfills is not None
+        return await self._backend.backfills.rows(name, rows_limit(limit))
 
     # -- steer one job ----------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from xjobs.clock import Clock
 from xjobs.contract.backend import Backend
+from xjobs.contract.backfills import MAX_BACKFILL_ROWS, BackfillRow
 from xjobs.contract.driver import JobRecord
 from xjobs.contract.introspection import (
     CounterBucket,
@@ -40,8 +41,9 @@ def valid_tenant(tenant: object) -> str:
 
 
 class TenantOperator(Operator):
-    """Lists, counts, shows and moves only one tenant's jobs; reads the shared pauses, workers
-    (their running jobs narrowed to the tenant) and tasks; refuses pauses and the counters."""
+    """Lists, counts, shows and moves only one tenant's jobs and reads only its sweeps; reads the
+    shared pauses, workers (their running jobs narrowed to the tenant) and tasks; refuses pauses
+    and the counters."""
 
     def __init__(self, backend: Backend, registry: Registry, clock: Clock, tenant: str) -> None:
         super().__init__(backend, registry, clock)
@@ -101,6 +103,14 @@ class TenantOperator(Operator):
                     view = replace(view, last_fire=None)
             shown.append(view)
         return shown
+
+    async def backfills(
+        self, name: str | None = None, limit: int = MAX_BACKFILL_ROWS
+    ) -> list[BackfillRow]:
+        """The runs of sweeps of this tenant alone; a cross-tenant sweep (`tenant="none"`) and
+        another tenant's are withheld (a page may then hold fewer than `limit` runs)."""
+        rows = await super().backfills(name, limit)
+        return [row for row in rows if row.tenant == self._tenant]
 
     async def pause(self, kind: PauseKind, name: str) -> bool:
         """Refused: a queue or a job name is shared by every tenant."""

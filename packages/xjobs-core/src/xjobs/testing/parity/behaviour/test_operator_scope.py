@@ -9,10 +9,12 @@ from dataclasses import dataclass
 import pytest
 
 from xjobs.app import App
+from xjobs.contract.backfills import BackfillStart
 from xjobs.contract.driver import BulkResult, JobRecord, JobState
 from xjobs.contract.introspection import MAX_JOB_PAGE, JobFilter
 from xjobs.contract.stores import WorkerInfo
 from xjobs.errors import JobNotFoundError, TenantScopeInvalidError, TenantScopeSharedError
+from xjobs.ids import new_id
 from xjobs.operate.operator import Operator
 from xjobs.testing.parity.env import ParityEnv
 
@@ -201,3 +203,22 @@ class TestScopeAndShared:
                 with pytest.raises(TenantScopeSharedError):
                     await refused
             assert [p.name for p in await app.operator.pauses()] == ["scope-shared"]
+
+
+@pytest.mark.requires("backfills")
+class TestScopedBackfills:
+    async def test_a_scoped_operator_reads_only_its_tenants_sweeps(self, parity: ParityEnv) -> None:
+        """Rule: a scoped operator reads the ledger runs of its own tenant's sweeps; another
+        tenant's, and a cross-tenant sweep's (`tenant="none"`), do not exist to it."""
+        ledger = parity.backend.backfills
+        assert ledger is not None
+        runs = {}
+        for tenant in (OURS, THEIRS, None):
+            run_id = new_id()
+            runs[tenant] = run_id
+            await ledger.begin(BackfillStart(run_id, new_id(), "sweep", "c1", "test", tenant))
+        async with parity.app() as app:
+            everyone = {row.run_id for row in await app.operator.backfills("sweep")}
+            ours = [row.run_id for row in await app.operator.for_tenant(OURS).backfills()]
+        assert everyone == set(runs.values())
+        assert ours == [runs[OURS]]
