@@ -133,6 +133,7 @@ class JobHandle(Generic[I]):
     """One declared job. Immutable after declaration, except the name its registration stamps once."""
 
     __slots__ = (
+        "_built",
         "_enqueuer",
         "_name",
         "concurrency",
@@ -199,6 +200,8 @@ class JobHandle(Generic[I]):
         self.on_settled = on_settled
         self._name: str | None = declared_name
         self._enqueuer: Enqueuer | None = None
+        # Set by `job()` once its checks passed: registration refuses a handle built by hand.
+        self._built = False
 
     @property
     def name(self) -> str:
@@ -209,6 +212,11 @@ class JobHandle(Generic[I]):
     def redact_input(self) -> Callable[[I], object] | None:
         """The input's redaction hook (`redact.input`; `redact_input=` declares it alone)."""
         return self.redact.input
+
+    @property
+    def built(self) -> bool:
+        """Whether `job()` built this handle (every declaration check ran on it)."""
+        return self._built
 
     @property
     def stamped(self) -> bool:
@@ -458,7 +466,7 @@ def _build(fn: Callable[..., object], options: dict[str, Any]) -> JobHandle[Any]
     if options["on_settled"] is not None and not callable(options["on_settled"]):
         raise DeclarationInvalidError(f"on_settled of job {label!r} must be a callable")
     redact = resolve_redact(options["redact"], options["redact_input"], job=label)
-    return JobHandle(
+    handle: JobHandle[Any] = JobHandle(
         fn=fn,
         input_model=model,
         tenant=tenant,
@@ -481,6 +489,8 @@ def _build(fn: Callable[..., object], options: dict[str, Any]) -> JobHandle[Any]
         retention_ms=optional_duration_ms("retention", options["retention"]),
         rates=resolve_rates(options["rate"], what=f"rate of job {label!r}"),
     )
+    handle._built = True
+    return handle
 
 
 @overload

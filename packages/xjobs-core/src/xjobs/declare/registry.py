@@ -28,6 +28,8 @@ def _register(sources: Iterable[object], kind: type[H], what: str) -> dict[str, 
     ordered = sorted(sources, key=lambda s: not isinstance(s, ModuleType))
     for source in ordered:
         for attr, handle in _exports(source, kind):
+            if isinstance(handle, JobHandle):
+                refuse_hand_built(handle)
             if handle.declared_name is None:
                 handle.stamp(attr if attr is not None else handle.name)
             name = handle.name
@@ -38,6 +40,14 @@ def _register(sources: Iterable[object], kind: type[H], what: str) -> dict[str, 
     return {name: found[name] for name in sorted(found)}
 
 
+def refuse_hand_built(handle: JobHandle[Any]) -> None:
+    """`DeclarationInvalidError` for a `JobHandle` that `job()` did not build: its checks never ran."""
+    if not handle.built:
+        raise DeclarationInvalidError(
+            f"job handle {handle.name!r} was not built by job(): declare it with @job(...)"
+        )
+
+
 class Registry:
     """The jobs and tasks one app runs, by name, sorted by code point."""
 
@@ -45,6 +55,7 @@ class Registry:
         self.jobs: dict[str, JobHandle[Any]] = _register(jobs, JobHandle, "job")
         self.tasks: dict[str, TaskHandle] = _register(tasks, TaskHandle, "task")
         for task in self.tasks.values():
+            refuse_hand_built(task.job)
             known = self.jobs.get(task.job.name)
             if known is None:
                 self.jobs = dict(sorted({**self.jobs, task.job.name: task.job}.items()))
