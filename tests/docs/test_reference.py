@@ -204,3 +204,14 @@ def test_every_cli_command_is_in_the_reference_with_its_help(
 def test_every_metric_is_in_the_reference() -> None:
     page = REFERENCE.metrics_page()
     assert [name for name in METRIC_NAMES if f"| `{name}` |" not in page] == []
+
+
+def test_the_cli_page_shows_no_value_of_the_build_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the page is published: a parser default read from the environment would publish the
+    # build machine's URL or password
+    secret = "postgresql://ci:hunter2@db.internal/app"
+    for name in ("XJOBS_URL", "XJOBS_WEB_PASSWORD", "XJOBS_ENVIRONMENT"):
+        monkeypatch.setenv(name, secret)
+    assert secret not in REFERENCE.cli_page()
