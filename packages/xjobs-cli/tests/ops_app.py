@@ -52,4 +52,5 @@ nightly = xjobs.task(
 )
 
 _here = sys.modules[__name__]
-app = xjobs.App(os.environ["XJOBS_CLI_TEST_URL"], jobs=[_here], tasks=[_here])
+# retention=None: the operator commands are pinned against this module's own jobs and tasks.
+app = xjobs.App(os.environ["XJOBS_CLI_TEST_URL"], jobs=[_here], tasks=[_here], retention=None)
