@@ -24,7 +24,10 @@ def missing(what: str) -> ExtraMissingError:
 
 def app_of(target: Target) -> App:
     """The target's App, not yet open (a `--url` App declares no job and no task)."""
-    return load_app(target.spec) if target.spec is not None else App(target.url or "")
+    # retention=None: a --url App registers nothing, not even the default purge task.
+    return (
+        load_app(target.spec) if target.spec is not None else App(target.url or "", retention=None)
+    )
 
 
 def add_target(parser: argparse.ArgumentParser) -> None:
