@@ -92,4 +92,9 @@ async def blocker(ctx: JobContext, input: Item) -> None:
     time.sleep(120)  # noqa: ASYNC251 - the point: a body that blocks its loop
 
 
-app = xjobs.App(backend=os.environ.get("XJOBS_OBS_URL", "memory://"), jobs=[sys.modules[__name__]])
+# retention=None: the scenarios pin the worker's queues and events to this app's own jobs
+app = xjobs.App(
+    backend=os.environ.get("XJOBS_OBS_URL", "memory://"),
+    jobs=[sys.modules[__name__]],
+    retention=None,
+)

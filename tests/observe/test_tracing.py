@@ -192,7 +192,7 @@ hourly = xjobs.task(
 async def test_a_cron_fire_is_a_send_span_its_run_continues() -> None:
     provider, exporter = _traced()
     clock = xjobs.ManualClock(START)
-    app = xjobs.App(backend="memory://", tasks=[hourly], clock=clock)
+    app = xjobs.App(backend="memory://", tasks=[hourly], clock=clock, retention=None)
     app.telemetry.enable_tracing(provider)
     async with app:
         scheduler = app.scheduler()
