@@ -88,7 +88,7 @@ async def fired_jobs(url: str) -> dict[int, int]:
     """How many job rows exist per occurrence, read through the app's own surface."""
     import cron_app
 
-    async with xjobs.App(url, tasks=[cron_app.every_minute]) as app:
+    async with xjobs.App(url, tasks=[cron_app.every_minute], retention=None) as app:
         fires = await app.task_fires()
         counts: dict[int, int] = {}
         result = await app.backend.jobs.claim(

@@ -270,9 +270,11 @@ class FaultApp(xjobs.App):
 JOBS = [work, workflow, hog, forever, tick]
 
 app = FaultApp(URL, jobs=JOBS)
-cron_app = FaultApp(URL, jobs=[tick], tasks=[every_minute], clock=OffsetClock())
+# retention=None on the cron apps: the scenarios count their one task's fires, and the default
+# purge task fires on every fifth minute's occurrence beside it
+cron_app = FaultApp(URL, jobs=[tick], tasks=[every_minute], clock=OffsetClock(), retention=None)
 # the same task on the system clock: a skew comes from the process's own wall clock (faketime)
-skew_app = FaultApp(URL, jobs=[tick], tasks=[every_minute])
+skew_app = FaultApp(URL, jobs=[tick], tasks=[every_minute], retention=None)
 
 
 def minute_floor(epoch_s: float) -> datetime:

@@ -82,7 +82,7 @@ def armed_at(proc: Proc) -> int:
 async def test_two_schedulers_with_skewed_clocks_fire_each_occurrence_once(scene: Scene) -> None:
     behind_clock, ahead_clock = scene.folder / "behind-clock", scene.folder / "ahead-clock"
     behind_clock.write_text("+0")
-    async with xjobs.App(scene.url, jobs=[tick], tasks=[every_minute]) as app:
+    async with xjobs.App(scene.url, jobs=[tick], tasks=[every_minute], retention=None) as app:
         behind = scheduler_on(scene, behind_clock)
         worker = scene.worker()
         await scene.started(behind, worker)

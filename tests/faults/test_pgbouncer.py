@@ -63,7 +63,9 @@ async def test_two_schedulers_through_pgbouncer_never_lead_together(scene: Scene
     scene.worker_url = through_pgbouncer(scene.url)
     offset_ms, minute_ms, at = boundary()
     scene.extra_env["XJOBS_FAULT_CLOCK_OFFSET_MS"] = str(offset_ms)
-    async with xjobs.App(scene.worker_url, jobs=[tick], tasks=[every_minute]) as app:
+    async with xjobs.App(
+        scene.worker_url, jobs=[tick], tasks=[every_minute], retention=None
+    ) as app:
         fleet = [scene.scheduler(ttl_s=TTL_S), scene.scheduler(ttl_s=TTL_S)]
         worker = scene.worker()
         watch = LeaderWatch(fleet)

@@ -120,7 +120,7 @@ async def cron_ledger(scene: Scene, app: xjobs.App, offset_ms: int, schedulers: 
 async def test_kill_9_of_the_scheduler_leader_at_a_cron_boundary(scene: Scene) -> None:
     offset_ms, minute_ms, at = boundary()
     scene.extra_env["XJOBS_FAULT_CLOCK_OFFSET_MS"] = str(offset_ms)
-    async with xjobs.App(scene.url, jobs=[tick], tasks=[every_minute]) as app:
+    async with xjobs.App(scene.url, jobs=[tick], tasks=[every_minute], retention=None) as app:
         fleet = [scene.scheduler(ttl_s=TTL_S), scene.scheduler(ttl_s=TTL_S)]
         worker = scene.worker()
         await scene.started(*fleet, worker)
@@ -144,7 +144,7 @@ async def test_kill_9_of_the_scheduler_leader_at_a_cron_boundary(scene: Scene) -
 async def test_sigstop_of_the_scheduler_leader_across_a_minute_boundary(scene: Scene) -> None:
     offset_ms, minute_ms, at = boundary()
     scene.extra_env["XJOBS_FAULT_CLOCK_OFFSET_MS"] = str(offset_ms)
-    async with xjobs.App(scene.url, jobs=[tick], tasks=[every_minute]) as app:
+    async with xjobs.App(scene.url, jobs=[tick], tasks=[every_minute], retention=None) as app:
         fleet = [scene.scheduler(ttl_s=TTL_S), scene.scheduler(ttl_s=TTL_S)]
         worker = scene.worker()
         await scene.started(*fleet, worker)
