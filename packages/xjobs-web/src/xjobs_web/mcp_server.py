@@ -19,7 +19,7 @@ from xjobs import App, Operator, XJobsError
 from xjobs.contract.introspection import MAX_BULK_BATCH
 from xjobs.errors import FilterInvalidError, TenantScopeSharedError
 from xjobs.operate.filters import job_filter
-from xjobs.operate.scope import valid_tenant
+from xjobs.operate.operator import valid_tenant
 from xjobs_cli import shapes
 from xjobs_cli.argtypes import duration_ms
 from xjobs_cli.counter_sums import window

@@ -1,6 +1,9 @@
-"""`Operator`: what `app.operator`, the `xjobs` commands and the web page call to see and steer jobs."""
+"""`Operator`: what `app.operator`, the `xjobs` commands and the web page call to see and steer jobs;
+`TenantOperator`, the same bound to one tenant (`for_tenant`)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from xjobs.clock import Clock
 from xjobs.contract.backend import Backend
@@ -21,11 +24,17 @@ from xjobs.contract.introspection import (
 )
 from xjobs.contract.moves import moved
 from xjobs.declare.registry import Registry
-from xjobs.errors import FilterInvalidError, JobNotFoundError
+from xjobs.errors import (
+    FilterInvalidError,
+    JobNotFoundError,
+    TenantScopeInvalidError,
+    TenantScopeSharedError,
+)
 from xjobs.names import validate_job_name, validate_queue
 from xjobs.operate.cursor import decode_cursor, encode_cursor
 from xjobs.operate.detail import JobDetail, job_detail
-from xjobs.operate.filters import batch_limit, page_limit
+from xjobs.operate.filters import MAX_NAME_CHARS, batch_limit, page_limit
+from xjobs.operate.scoped_counts import tenant_queues
 from xjobs.operate.views import TaskView, WorkerView, task_views, worker_views
 
 NOTHING_MOVED = BulkResult(0, 0)
@@ -82,8 +91,6 @@ class Operator:
         """This operator bound to one tenant: it lists, counts, shows and moves only that
         tenant's jobs, another tenant's job is not found, and what every tenant shares is
         read-only. `None`, "" (or too long, a NUL) is `XJOBS_TENANT_SCOPE_INVALID`."""
-        from xjobs.operate.scope import TenantOperator, valid_tenant
-
         return TenantOperator(self._backend, self._registry, self._clock, valid_tenant(tenant))
 
     async def record(self, job_id: str) -> JobRecord:
@@ -210,3 +217,106 @@ def _pause_target(kind: str, name: str) -> str:
     if kind == "job":
         return validate_job_name(name)
     raise FilterInvalidError(f"a pause names a queue or a job; got {kind!r}")
+
+
+def valid_tenant(tenant: object) -> str:
+    """The tenant a scope names: a non-empty string without NUL; anything else is refused, so an
+    empty or missing tenant never reads as "every tenant"."""
+    if (
+        not isinstance(tenant, str)
+        or not tenant
+        or len(tenant) > MAX_NAME_CHARS
+        or "\x00" in tenant
+    ):
+        raise TenantScopeInvalidError(
+            f"a tenant scope names one tenant: 1 to {MAX_NAME_CHARS} characters with no NUL "
+            f"(got {tenant!r:.40}); an unscoped operator is app.operator itself"
+        )
+    return tenant
+
+
+class TenantOperator(Operator):
+    """Lists, counts, shows and moves only one tenant's jobs and reads only its sweeps; reads the
+    shared pauses, workers (their running jobs narrowed to the tenant) and tasks; refuses pauses
+    and the counters."""
+
+    def __init__(self, backend: Backend, registry: Registry, clock: Clock, tenant: str) -> None:
+        super().__init__(backend, registry, clock)
+        self._tenant = valid_tenant(tenant)
+
+    @property
+    def tenant(self) -> str:
+        """The one tenant this operator sees and steers."""
+        return self._tenant
+
+    def for_tenant(self, tenant: str) -> Operator:
+        """This operator again for its own tenant; a scope is never switched or widened."""
+        if valid_tenant(tenant) != self._tenant:
+            raise TenantScopeInvalidError(
+                "this operator is bound to one tenant; ask the unscoped app.operator for another"
+            )
+        return self
+
+    def _narrow(self, where: JobFilter) -> JobFilter | None:
+        if where.tenant is not None and where.tenant != self._tenant:
+            return None  # another tenant's jobs: none of them exist to this operator
+        return replace(where, tenant=self._tenant)
+
+    async def _own(self, job_id: str) -> None:
+        # A job's tenant never changes once stored, so reading it before the move is not a race.
+        await self.record(job_id)
+
+    async def record(self, job_id: str) -> JobRecord:
+        """The record of one of the tenant's jobs; another tenant's is `XJOBS_JOB_NOT_FOUND`."""
+        record = await super().record(job_id)
+        if record.tenant_id != self._tenant:
+            raise JobNotFoundError(f"no job has id {job_id!r}")
+        return record
+
+    async def queues(self) -> list[QueueCounts]:
+        """The queues holding the tenant's jobs, each counted over the tenant's jobs alone."""
+        return await tenant_queues(self._ops, self._tenant, self._clock.now_ms())
+
+    async def counters(
+        self, tier: CounterTier = "minute", since_ms: int = 0
+    ) -> list[CounterBucket]:
+        """Refused: a counter sums every tenant's runs of a job name."""
+        raise TenantScopeSharedError(
+            "the counters sum every tenant's runs; a tenant-scoped operator does not read them"
+        )
+
+    async def tasks(self) -> list[TaskView]:
+        """Every registered task (the schedule is the app's); a last fire shows only when the job
+        it enqueued is the tenant's."""
+        views = await super().tasks()
+        shown = []
+        for view in views:
+            fire = view.last_fire
+            if fire is not None:
+                fired = await self._backend.jobs.get(fire.job_id)
+                if fired is None or fired.tenant_id != self._tenant:
+                    view = replace(view, last_fire=None)
+            shown.append(view)
+        return shown
+
+    async def backfills(
+        self, name: str | None = None, limit: int = MAX_BACKFILL_ROWS
+    ) -> list[BackfillRow]:
+        """The runs of sweeps of this tenant alone; a cross-tenant sweep (`tenant="none"`) and
+        another tenant's are withheld (a page may then hold fewer than `limit` runs)."""
+        rows = await super().backfills(name, limit)
+        return [row for row in rows if row.tenant == self._tenant]
+
+    async def pause(self, kind: PauseKind, name: str) -> bool:
+        """Refused: a queue or a job name is shared by every tenant."""
+        raise _shared(f"a {kind} pause")
+
+    async def resume(self, kind: PauseKind, name: str) -> bool:
+        """Refused: a queue or a job name is shared by every tenant."""
+        raise _shared(f"a {kind} pause")
+
+
+def _shared(what: str) -> TenantScopeSharedError:
+    return TenantScopeSharedError(
+        f"{what} is shared by every tenant; a tenant-scoped operator may not steer it"
+    )
