@@ -124,6 +124,8 @@ async def test_a_body_that_allocates_until_the_worker_cannot(scene: Scene, kille
         await scene.started(*fleet)
         guard = Guard(scene, fleet, limit, rss_limit)
         await guard.watch(app, hungry.job_id, within_s=30)
+        # a worker the guard started again has its SIGTERM drain in place before the scene ends
+        await scene.started(*(proc for proc in fleet if proc.alive))
         ledger = await scene.settle(app, bound_s=20)
         record = await app.get_job(hungry.job_id)
     print(

@@ -37,7 +37,8 @@ from xjobs.testing.parity.env import ParityEnv
 QUEUE = "parity-run"
 LEASE = timedelta(milliseconds=300)  # the shortest lease a worker takes: a heartbeat every 100 ms
 NOW_RETRY = Retry(attempts=3, base=timedelta(0), cap=timedelta(0))
-WAIT_S = 2.0
+# A bound that fails a hung scenario, not a timing: a loaded CI machine through pgbouncer polls.
+WAIT_S = 10.0
 
 
 class Item(BaseModel):
