@@ -32,7 +32,6 @@ from xjobs.run.step_codec import encode_error, failed
 T = TypeVar("T")
 
 MAX_STEP_NAME_CHARS: Final = 200
-MAX_TRACE_NAMES: Final = 200
 
 
 class StepSuspension(BaseException):
@@ -87,11 +86,6 @@ class StepApi:
         self._records: dict[str, StepRecord] | None = None
         self._hydrating: asyncio.Task[dict[str, StepRecord]] | None = None
 
-    @property
-    def used_names(self) -> list[str]:
-        """The step names this run has claimed so far, in call order (at most 200, for tracing)."""
-        return list(self._names)[:MAX_TRACE_NAMES]
-
     # -- the steps ------------------------------------------------------------------------------
 
     @overload
@@ -117,8 +111,7 @@ class StepApi:
         record = records.get(name)
         if record is not None and record.status == "done" and record.result is not None:
             value: T = decode_result(record.result, annotation, step=name)
-            if self._observer.enabled:
-                self._observer.step_event("replay", name)
+            self._replayed(name)
             return value
         moved_past = record is not None and any(r.position > position for r in records.values())
         if (
@@ -177,6 +170,7 @@ class StepApi:
         records = await self._hydrate()
         record = records.get(name)
         if record is not None and record.status == "done" and record.result is not None:
+            self._replayed(name)
             return json.loads(record.result)["payload"]
         if record is None or record.result is None:
             since = await bus.now()
@@ -229,6 +223,7 @@ class StepApi:
         record = records.get(name)
         if record is not None and record.status == "done" and record.result is not None:
             at = int(json.loads(record.result)["wake_at_ms"])
+            self._replayed(name)
         else:
             at = wake_at()
             await self._write(name, position, "done", json.dumps({"wake_at_ms": at}), None)
@@ -236,6 +231,11 @@ class StepApi:
             if self._observer.enabled:
                 self._observer.step_event("sleep", name)
             raise StepSuspension(name, at)
+
+    def _replayed(self, name: str) -> None:
+        """A step answered from its record (a `run`, a `sleep` or a `wait_for_event` alike) is traced."""
+        if self._observer.enabled:
+            self._observer.step_event("replay", name)
 
     def _claim_name(self, name: object) -> int:
         """Take `name` for this run (synchronously, so steps started together keep their call order).
