@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from xjobs.clock import Clock
 from xjobs.contract.backfills import BackfillLedger
+from xjobs.contract.children import ChildStore
 from xjobs.contract.driver import BatchAck, JobDriver
 from xjobs.contract.introspection import JobIntrospection
 from xjobs.contract.rates import RateStore
@@ -47,6 +48,7 @@ CAPABILITIES: Final[frozenset[str]] = frozenset(
         "rates",
         "backfills",
         "webhooks",
+        "children",
     }
 )
 # What a backend declares beyond its stores: `ack_many`, its driver settles many completions at once.
@@ -151,6 +153,9 @@ class Backend:
     backfills: BackfillLedger | None = None
     rates: RateStore | None = None
     webhooks: WebhookLedger | None = None
+    # Child jobs of a parent run (`ctx.step.invoke/map/spawn`); its driver's terminal writes
+    # resolve the child's group (see `contract/children`).
+    children: ChildStore | None = None
     on_close: Callable[[], Awaitable[None]] | None = None
     on_install: Callable[[], Awaitable[None]] | None = None
     features: frozenset[str] = frozenset()
