@@ -228,6 +228,8 @@ class LeaseKeeper:
             record = await self._beats.driver.get(self.claim.job_id)
         except Exception:
             record = None
+        if self.stopped():
+            return  # settled or aborted for another reason while the lookup ran
         if record is not None and record.state == "cancelled":
             self._signal.abort(JobCancelledError(f"job {self.claim.job_id} was cancelled"))
         else:
