@@ -11,8 +11,14 @@ from xjobs.declare.rate import Rate, ResolvedRate, resolve_rates
 from xjobs.errors import OptionInvalidError
 from xjobs.names import validate_queue
 from xjobs.options import duration_ms, finite_count
+from xjobs.roles.idle_wait import CEILING_MS
 
 MAX_CONCURRENCY = 10_000
+MIN_LEASE_MS = 300
+# A day bounds the lease (how long a dead worker's job waits to be reclaimed) and the drain (how
+# long a SIGTERM may take): past it an engine's arithmetic, not the operator, would decide.
+MAX_LEASE_MS = 86_400_000
+MAX_DRAIN_TIMEOUT_MS = 86_400_000
 DEFAULT_LEASE = timedelta(seconds=30)
 DEFAULT_POLL_FLOOR = timedelta(milliseconds=50)
 DEFAULT_DRAIN_TIMEOUT = timedelta(seconds=30)
@@ -95,9 +101,7 @@ def resolve_worker_options(
     cap = sum(per_queue.values())
     if max_in_flight is not None:
         cap = finite_count("max_in_flight", max_in_flight, minimum=0, maximum=MAX_CONCURRENCY)
-    lease_ms = duration_ms("lease", lease)
-    if lease_ms < 300:
-        raise OptionInvalidError(f"lease must be at least 300 ms, got {lease}")
+    lease_ms = _bounded_ms("lease", lease, MIN_LEASE_MS, MAX_LEASE_MS)
     heartbeat_ms = lease_ms // 3 if heartbeat is None else duration_ms("heartbeat", heartbeat)
     if heartbeat_ms * 3 > lease_ms:
         raise OptionInvalidError(
@@ -107,8 +111,8 @@ def resolve_worker_options(
     thread_cap = max(min(cap, sum(per_queue.values())), 1)
     if threads is not None:
         thread_cap = finite_count("threads", threads, minimum=1, maximum=MAX_CONCURRENCY)
-    drain_margin_ms = duration_ms("drain_margin", drain_margin, allow_zero=True)
-    drain_timeout_ms = duration_ms("drain_timeout", drain_timeout, allow_zero=True)
+    drain_timeout_ms = _bounded_ms("drain_timeout", drain_timeout, 0, MAX_DRAIN_TIMEOUT_MS)
+    drain_margin_ms = _bounded_ms("drain_margin", drain_margin, 0, MAX_DRAIN_TIMEOUT_MS)
     return WorkerOptions(
         queues=names,
         concurrency=per_queue,
@@ -116,7 +120,8 @@ def resolve_worker_options(
         lease_ms=lease_ms,
         heartbeat_ms=heartbeat_ms,
         presence_ttl_ms=max(lease_ms, 60_000),
-        poll_floor_ms=duration_ms("poll_floor", poll_floor),
+        # the floor of an idle wait whose ceiling is 2 s: a longer floor would never be waited
+        poll_floor_ms=_bounded_ms("poll_floor", poll_floor, 1, CEILING_MS),
         drain_timeout_ms=drain_timeout_ms,
         # the margin is kept for settling before the deadline; it never eats more than half of it
         drain_margin_ms=min(drain_margin_ms, drain_timeout_ms // 2),
@@ -124,6 +129,16 @@ def resolve_worker_options(
         queue_rates=_queue_rates(knobs.get("queue_rates", {}), names),
         global_rates=resolve_rates(knobs.get("global_rate"), what="global_rate"),
     )
+
+
+def _bounded_ms(name: str, value: object, least_ms: int, most_ms: int) -> int:
+    """A duration as whole milliseconds inside `[least_ms, most_ms]`, refused naming `name` otherwise."""
+    ms = duration_ms(name, value, allow_zero=least_ms == 0)
+    if not least_ms <= ms <= most_ms:
+        raise OptionInvalidError(
+            f"{name} must be between {least_ms} ms and {most_ms} ms, got {value!r}"
+        )
+    return ms
 
 
 def _queue_rates(
