@@ -53,6 +53,8 @@ class TestOpen:
             "rediss",
             "redis+cluster",
             "rediss+cluster",
+            "redis+sentinel",
+            "rediss+sentinel",
         )
         assert found["redis"].distribution == "xjobs-redis"
 

@@ -13,7 +13,7 @@ from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend, WakeSource
 from xjobs.errors import SchemaInvalidError
 from xjobs_redis.backfills import RedisBackfillLedger
-from xjobs_redis.client import connect, dial_one
+from xjobs_redis.client import connect, dial_one, is_cluster
 from xjobs_redis.driver import RedisJobDriver
 from xjobs_redis.errors import interpret_error
 from xjobs_redis.events import RedisEventBus
@@ -23,6 +23,8 @@ from xjobs_redis.introspection import RedisIntrospection
 from xjobs_redis.keys import DEFAULT_PREFIX, Keys, validate_prefix
 from xjobs_redis.purge import Expiry, RedisRetention
 from xjobs_redis.rates import RedisRateStore
+from xjobs_redis.replication import OPTIONS as REPLICATION_OPTIONS
+from xjobs_redis.replication import choose_replication
 from xjobs_redis.results import RedisResults
 from xjobs_redis.scheduler import RedisLeader, RedisSchedulerState
 from xjobs_redis.slots import RedisSlotStore
@@ -49,11 +51,15 @@ def default_retry() -> Retry:
 
 
 def split_url(url: str) -> tuple[str, dict[str, str]]:
-    """The URL as redis-py takes it, with the `xjobs_*` query options split off."""
+    """The URL as redis-py takes it, with the `xjobs_*` and `wait_*` query options split off."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query)
-    ours = {k.removeprefix("xjobs_"): v for k, v in query if k.startswith("xjobs_")}
-    rest = [(k, v) for k, v in query if not k.startswith("xjobs_")]
+
+    def mine(key: str) -> bool:
+        return key.startswith("xjobs_") or key in REPLICATION_OPTIONS
+
+    ours = {k.removeprefix("xjobs_"): v for k, v in query if mine(k)}
+    rest = [(k, v) for k, v in query if not mine(k)]
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), "")), ours
 
 
@@ -67,24 +73,36 @@ def choose_prefix(argument: str, from_url: str | None) -> str:
 
 
 async def open_backend(
-    url: str, *, clock: Clock | None = None, prefix: str = DEFAULT_PREFIX, **options: Any
+    url: str,
+    *,
+    clock: Clock | None = None,
+    prefix: str = DEFAULT_PREFIX,
+    wait_replicas: int | None = None,
+    wait_timeout_ms: int | None = None,
+    **options: Any,
 ) -> Backend:
-    """A `Backend` over the Redis server at `url` (`redis://` or `rediss://`), or over a Redis
-    Cluster seeded from the node at `url` (`redis+cluster://` or `rediss+cluster://`).
+    """A `Backend` over the Redis server at `url` (`redis://` or `rediss://`), over a Redis
+    Cluster seeded from the node at `url` (`redis+cluster://` or `rediss+cluster://`), or over
+    the primary the sentinels at `url` name (`redis+sentinel://h1:p1,h2:p2/service[/db]`).
 
-    Every key lives under `prefix` (or `?xjobs_prefix=` in the URL); other keyword options go
-    to `redis.asyncio.Redis.from_url` (or `RedisCluster.from_url`) (pool size, timeouts, TLS, `retry`). The scripts are
-    loaded here, so an unreachable server is `XJOBS_BACKEND_UNAVAILABLE` at open.
+    Every key lives under `prefix` (or `?xjobs_prefix=` in the URL); `wait_replicas=N` (or
+    `?wait_replicas=N`) makes every call wait, up to `wait_timeout_ms` (default 1,000), until N
+    replicas acknowledged its writes. Other keyword options go to `redis.asyncio.Redis.from_url`
+    (or `RedisCluster.from_url`) (pool size, timeouts, TLS, `retry`). The scripts are loaded
+    here, so an unreachable server is `XJOBS_BACKEND_UNAVAILABLE` at open.
     """
     plain, ours = split_url(url)
     keys = Keys(choose_prefix(prefix, ours.get("prefix")))
+    replication = choose_replication(
+        ours, wait_replicas, wait_timeout_ms, cluster=is_cluster(plain)
+    )
     clock = clock or SystemClock()
     try:
         settings = {"retry": default_retry(), **options, "decode_responses": True}
         client = connect(plain, **settings)
     except Exception as exc:
         raise interpret_error(exc) from exc
-    executor = Executor(client, clock)
+    executor = Executor(client, clock, replication=replication)
     watch = ServerWatch(client, keys)
     try:
         await executor.load()

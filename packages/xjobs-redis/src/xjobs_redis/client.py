@@ -1,4 +1,5 @@
-"""The redis-py client a URL names: a plain `Redis`, or a `RedisCluster` for `redis+cluster://`."""
+"""The redis-py client a URL names: a plain `Redis`, a `RedisCluster` for `redis+cluster://`, or
+the primary its sentinels name for `redis+sentinel://`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+
+from xjobs_redis.sentinel import connect_sentinel, is_sentinel
 
 Client = Redis | RedisCluster
 
@@ -21,7 +24,10 @@ def is_cluster(url: str) -> bool:
 
 def connect(url: str, **settings: Any) -> Client:
     """A client for `url`: a `RedisCluster` seeded from its host for a cluster scheme (the
-    cluster has one database, so the path is dropped), else `Redis.from_url`."""
+    cluster has one database, so the path is dropped), the sentinels' primary for a sentinel
+    scheme, else `Redis.from_url`."""
+    if is_sentinel(url):
+        return connect_sentinel(url, **settings)
     parts = urlsplit(url)
     plain = CLUSTER_SCHEMES.get(parts.scheme)
     if plain is None:
@@ -32,7 +38,10 @@ def connect(url: str, **settings: Any) -> Client:
 
 def dial_one(client: Client, url: str, **settings: Any) -> Redis:
     """A plain client of one server: `url`'s own, or on a cluster one of its primaries (a
-    PUBLISH reaches every node of a cluster, so a subscriber on any node hears every channel)."""
+    PUBLISH reaches every node of a cluster, so a subscriber on any node hears every channel),
+    or a second client of the sentinels' primary."""
+    if is_sentinel(url):
+        return connect_sentinel(url, **settings)
     if isinstance(client, RedisCluster):
         node = client.get_default_node()
         parts = urlsplit(url)

@@ -21,6 +21,7 @@ from xjobs_redis.client import Client
 from xjobs_redis.errors import interpret_error
 from xjobs_redis.lanes import Arg as Arg
 from xjobs_redis.lanes import ScriptLanes
+from xjobs_redis.replication import Replication
 from xjobs_redis.scripts import LuaScript, load_scripts
 
 
@@ -50,15 +51,20 @@ class Executor:
         client: Client,
         clock: Clock,
         scripts: dict[str, LuaScript] | None = None,
+        replication: Replication | None = None,
     ) -> None:
         self.client = client
         self._clock = clock
         self._server_time = is_system_clock(clock)
         self._scripts = scripts if scripts is not None else load_scripts()
-        # one server's single script calls run on kept connections; a Cluster routes each by key
+        self._replication = replication
+        # one server's single script calls run on kept connections; a Cluster routes each by
+        # key; with `wait_replicas` each call is a pipeline that ends in its WAIT
         self._lanes = (
             ScriptLanes(client)
-            if isinstance(client, Redis) and not client.single_connection_client
+            if isinstance(client, Redis)
+            and not client.single_connection_client
+            and replication is None
             else None
         )
 
@@ -131,6 +137,11 @@ class Executor:
 
         if self._lanes is not None:
             return await self._lanes.evalsha(sha, keys, call.args, pooled)
+        if self._replication is not None:
+            (reply,) = await self._pipelined([call])
+            if isinstance(reply, Exception):
+                raise reply
+            return reply
         return await pooled()
 
     async def batch(self, calls: Sequence[Call | Command]) -> list[Any]:
@@ -169,7 +180,9 @@ class Executor:
             raise interpret_error(exc) from exc
 
     async def _pipelined(self, calls: Sequence[Call | Command]) -> list[Any]:
-        """`calls` on a redis-py pipeline: each error reply in its place, as `_send` answers."""
+        """`calls` on a redis-py pipeline: each error reply in its place, as `_send` answers;
+        with `wait_replicas`, then its WAIT on the same connection (refused if too few replicas
+        acknowledged the calls' writes)."""
         async with self.client.pipeline(transaction=False) as pipe:
             for call in calls:
                 if isinstance(call, Call):
@@ -179,4 +192,9 @@ class Executor:
                     pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.args)
                 else:
                     call(pipe)
-            return list(await pipe.execute(raise_on_error=False))
+            if self._replication is None:
+                return list(await pipe.execute(raise_on_error=False))
+            pipe.execute_command(*self._replication.command())
+            *replies, acknowledged = await pipe.execute(raise_on_error=False)
+        self._replication.check(acknowledged)
+        return replies

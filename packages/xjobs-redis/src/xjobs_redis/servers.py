@@ -58,6 +58,7 @@ class _Process:
     port: int
     appendonly: bool = False
     cluster: bool = False
+    extra: tuple[str, ...] = ()  # more directives, e.g. `--replicaof 127.0.0.1 6379`
     process: subprocess.Popen[bytes] | None = None
     owner: int = dataclasses.field(default_factory=os.getpid)
 
@@ -74,6 +75,7 @@ class _Process:
         if self.cluster:
             command += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
             command += ["--cluster-node-timeout", "5000"]
+        command += self.extra
         with open(self.root / "redis.log", "ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
