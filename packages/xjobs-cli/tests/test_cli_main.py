@@ -18,6 +18,7 @@ def test_an_unknown_app_exits_2_with_an_app_load_error(
     assert "Traceback" not in err
 
 
+@pytest.mark.usefixtures("app_dir")  # the demo app keeps its jobs in ./xjobs-demo.db
 def test_an_option_the_worker_refuses_exits_2_with_its_code(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

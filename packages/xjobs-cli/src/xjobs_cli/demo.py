@@ -1,4 +1,4 @@
-"""The demo's sample app on the memory backend: jobs that complete, retry, fail, report progress.
+"""The demo's sample app, on a SQLite file by default: jobs that complete, retry, fail, report progress.
 
 `xjobs worker xjobs_cli.demo:app` serves it as well: its `on_worker_start` enqueues one batch.
 """
@@ -19,6 +19,8 @@ import xjobs
 
 log = logging.getLogger("xjobs.cli.demo")
 
+# The file the demo keeps its jobs in (in the working directory): a run killed half-way resumes.
+DEMO_URL = "sqlite:///xjobs-demo.db"
 ORGS = ("acme", "globex", "initech")
 FAST_RETRY = xjobs.Retry(
     attempts=3, base=timedelta(milliseconds=100), cap=timedelta(milliseconds=400)
@@ -191,10 +193,12 @@ KINDS: tuple[DemoKind, ...] = (
 )
 
 
-async def enqueue_batch(app: xjobs.App) -> dict[str, list[str]]:
-    """Enqueue every kind's jobs (one round trip per kind); answers the job ids by job name."""
+async def enqueue_batch(
+    app: xjobs.App, kinds: tuple[DemoKind, ...] = KINDS
+) -> dict[str, list[str]]:
+    """Enqueue each kind's jobs (one round trip per kind); answers the job ids by job name."""
     ids: dict[str, list[str]] = {}
-    for kind in KINDS:
+    for kind in kinds:
         results = await app.enqueue_many(
             kind.handle, [kind.make_input(i) for i in range(kind.count)]
         )
@@ -207,8 +211,8 @@ async def _enqueue_on_worker_start(app: xjobs.App) -> None:
     log.info("demo batch enqueued: %d jobs", sum(len(v) for v in ids.values()))
 
 
-def build_app(backend: str = "memory://") -> xjobs.App:
-    """A fresh demo App (each open of `memory://` is a new empty store)."""
+def build_app(backend: str = DEMO_URL) -> xjobs.App:
+    """A demo App on `backend` (each open of `memory://` is a new empty store)."""
     return xjobs.App(
         backend=backend, jobs=[sys.modules[__name__]], on_worker_start=_enqueue_on_worker_start
     )

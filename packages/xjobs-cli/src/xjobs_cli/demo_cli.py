@@ -1,4 +1,8 @@
-"""`xjobs demo`: the sample batch on an in-process worker, shown live, then what happened."""
+"""`xjobs demo`: the sample batch on an in-process worker, shown live, then what happened.
+
+The batch is kept in a SQLite file (`xjobs-demo.db`) unless `--url` names another backend or
+`--memory` asks for the store that forgets: a run killed half-way is resumed by the next one.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,23 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TextIO
 
 import xjobs
+from xjobs.contract.backend import redacted_url
 from xjobs_cli import demo
 from xjobs_cli.argtypes import seconds
+from xjobs_cli.demo_batch import open_batch
 from xjobs_cli.live import LiveStatus, status_text
 from xjobs_cli.table import render
 
 POLL_S = 0.1
 DEFAULT_TIMEOUT_S = 30.0
 DRAIN_MS = 2000
+# A short lease: the jobs a killed run held are claimable again soon after the next run starts.
+LEASE = timedelta(seconds=2)
+MEMORY_URL = "memory://"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +37,7 @@ class KindOutcome:
 
     kind: demo.DemoKind
     records: tuple[xjobs.JobRecord, ...]
+    resumed: bool = False
 
     def count(self, state: str) -> int:
         """How many of this kind's jobs ended in `state`."""
@@ -39,9 +50,11 @@ class KindOutcome:
 
     @property
     def as_expected(self) -> bool:
-        """Whether every job of this kind ended as the kind says it must."""
+        """Whether every job of this kind ended as the kind says it must (after a resume, a run
+        the kill cut short may have added an attempt: only the state is checked)."""
         return all(
-            r.state == self.kind.expected_state and r.attempt - 1 == self.kind.expected_retries
+            r.state == self.kind.expected_state
+            and (self.resumed or r.attempt - 1 == self.kind.expected_retries)
             for r in self.records
         )
 
@@ -68,20 +81,33 @@ async def _records(app: xjobs.App, ids: dict[str, list[str]]) -> dict[str, list[
     }
 
 
+def where(url: str) -> str:
+    """Where the batch is kept, as the demo says it: the file of a `sqlite://` URL, else the URL."""
+    scheme, _, rest = url.partition(":///")
+    return rest if scheme == "sqlite" and rest else redacted_url(url)
+
+
 async def run_demo(
-    out: TextIO, *, timeout_s: float = DEFAULT_TIMEOUT_S, tty: bool | None = None
+    out: TextIO,
+    *,
+    url: str = demo.DEMO_URL,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    tty: bool | None = None,
 ) -> DemoResult:
-    """Enqueue the batch and run a worker until every job finished (or `timeout_s`), live."""
-    app = demo.build_app()
+    """Resume the batch an earlier run left, or enqueue one, and run a worker until every job
+    finished (or `timeout_s`), live."""
+    app = demo.build_app(url)
     live = LiveStatus(out, tty=out.isatty() if tty is None else tty)
     progress_name = demo.import_catalog.name
     async with app:
-        ids = await demo.enqueue_batch(app)
-        print(
-            f"enqueued {sum(map(len, ids.values()))} jobs of {len(ids)} kinds on {app.backend.name}://",
-            file=out,
-        )
-        worker = app.worker(concurrency=10)
+        batch = await open_batch(app)
+        ids = batch.ids
+        if batch.resumed:
+            jobs = "job" if batch.resumed == 1 else "jobs"
+            print(f"resuming {batch.resumed} {jobs} left in {where(url)}", file=out)
+        else:
+            print(f"enqueued {batch.size} jobs of {len(ids)} kinds in {where(url)}", file=out)
+        worker = app.worker(concurrency=10, lease=LEASE)
         started = time.monotonic()
         await worker.start()
         timed_out = False
@@ -105,7 +131,9 @@ async def run_demo(
         live.finish(text)
         elapsed = time.monotonic() - started
         final = await _records(app, ids)
-    outcomes = tuple(KindOutcome(kind, tuple(final[kind.name])) for kind in demo.KINDS)
+    outcomes = tuple(
+        KindOutcome(kind, tuple(final[kind.name]), bool(batch.resumed)) for kind in demo.KINDS
+    )
     return DemoResult(outcomes, worker.stats, worker.id, elapsed, timed_out)
 
 
@@ -141,7 +169,8 @@ def summary(result: DemoResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo and print its summary; exit 0 when every job ended as expected."""
-    result = asyncio.run(run_demo(sys.stdout, timeout_s=args.timeout))
+    url = MEMORY_URL if args.memory else args.url
+    result = asyncio.run(run_demo(sys.stdout, url=url, timeout_s=args.timeout))
     print(summary(result))
     return 0 if result.ok else 1
 
@@ -152,12 +181,26 @@ def add_parser(
     """The `xjobs demo` subparser."""
     parser = commands.add_parser(
         "demo",
-        help="run a sample batch of jobs on the in-process memory backend",
+        help="run a sample batch of jobs, kept in a SQLite file: a killed run resumes",
         description=(
             "Enqueue 40 sample jobs (quick ones, one kind that fails once then succeeds, kinds "
             "that fail for good, one that reports progress), run a worker in this process until "
-            "every job has finished, and print what happened."
+            "every job has finished, and print what happened. The jobs are kept in "
+            f"{where(demo.DEMO_URL)} in the working directory: kill the demo and run it again, "
+            "and it resumes the jobs left."
         ),
+    )
+    backend = parser.add_mutually_exclusive_group()
+    backend.add_argument(
+        "--url",
+        default=demo.DEMO_URL,
+        metavar="URL",
+        help=f"keep the batch in this backend (default {demo.DEMO_URL})",
+    )
+    backend.add_argument(
+        "--memory",
+        action="store_true",
+        help="run on the in-process memory backend: nothing is kept after the run",
     )
     parser.add_argument(
         "--timeout",

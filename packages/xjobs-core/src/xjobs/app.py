@@ -15,7 +15,7 @@ from xjobs.contract.backend import Backend
 from xjobs.contract.driver import BulkResult, EnqueueResult, JobRecord
 from xjobs.contract.introspection import RequeueFilter
 from xjobs.contract.moves import moved
-from xjobs.contract.plugins import connect
+from xjobs.contract.plugins import DEFAULT_URL, connect
 from xjobs.contract.retention import (
     DEFAULT_RETENTION,
     PURGE_STORES,
@@ -81,7 +81,7 @@ class App:
 
     def __init__(
         self,
-        backend: str | Backend = "memory://",
+        backend: str | Backend = DEFAULT_URL,
         *,
         jobs: Iterable[object] = (),
         tasks: Iterable[object] = (),

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import pluggy
@@ -20,6 +21,20 @@ from xjobs.contract.driver import DRIVER_API_VERSION
 from xjobs.errors import BackendConflictError, BackendUnknownError, DriverApiMismatchError
 
 ENTRY_POINT_GROUP = "xjobs"
+# The backend an App opens when it names none: durable, one file in the working directory, no
+# server. `memory://` (a store that forgets at exit) is opened only when asked for.
+DEFAULT_URL: Final = "sqlite:///xjobs.db"
+# Where a URL scheme's driver comes from, for the refusal of a scheme no installed plugin opens.
+DRIVER_DISTRIBUTIONS: Final = {
+    "postgresql": "xjobs-pg",
+    "postgres": "xjobs-pg",
+    "redis": "xjobs-redis",
+    "rediss": "xjobs-redis",
+    "sqlite": "xjobs-sqlite",
+}
+
+log = logging.getLogger("xjobs.backend")
+_told_default: set[str] = set()
 
 OpenBackend = Callable[..., Awaitable[Backend]]
 TestBackend = Callable[[Clock], AbstractAsyncContextManager[Backend]]
@@ -164,9 +179,21 @@ def factory_for_url(url: str) -> BackendFactory:
         known = ", ".join(
             f"{s}:// ({i.factory.name})" for s, i in sorted(registry().by_scheme.items())
         )
+        remedy = DRIVER_DISTRIBUTIONS.get(scheme)
+        hint = (
+            f"pip install {remedy} (or xjobs-kit, which brings it) for {scheme}://"
+            if remedy
+            else "pip install xjobs-sqlite for sqlite://, xjobs-pg for postgresql://, "
+            "xjobs-redis for redis://"
+        )
+        if url == DEFAULT_URL:
+            hint += (
+                f"; {DEFAULT_URL} is what an App opens when it names no backend: name one, "
+                "e.g. App(backend='memory://') for a store that forgets at exit"
+            )
         raise BackendUnknownError(
             f"no installed backend opens {scheme or url!r} URLs; installed: {known or 'none'} "
-            "(pip install xjobs-pg for postgresql://, xjobs-redis for redis://)"
+            f"({hint})"
         )
     _check_version(found)
     return found.factory
@@ -175,4 +202,14 @@ def factory_for_url(url: str) -> BackendFactory:
 async def connect(url: str, *, clock: Clock | None = None, **options: Any) -> Backend:
     """Open a `Backend` for `url` through the plugin that owns its scheme."""
     factory = factory_for_url(url)
+    if url == DEFAULT_URL:
+        _tell_default()
     return await factory.open(url, clock=clock or SystemClock(), **options)
+
+
+def _tell_default() -> None:
+    """Say once per process and directory which file the default backend keeps the jobs in."""
+    path = os.path.abspath(DEFAULT_URL.removeprefix("sqlite:///"))
+    if path not in _told_default:
+        _told_default.add(path)
+        log.info("no backend named: jobs are kept in %s (%s)", path, DEFAULT_URL)
