@@ -198,7 +198,7 @@ def test_without_the_extras_installed_xjobs_runs_and_enabling_them_says_what_to_
             await ctx.step.run("one", lambda: 1)
 
         async def main() -> None:
-            async with xjobs.App(jobs=[noop]) as app:
+            async with xjobs.App("memory://", jobs=[noop]) as app:
                 await noop.enqueue(Item(key="k"))
                 stats = await app.run_worker(until_idle=True)
                 assert stats.completed == 1, stats
