@@ -592,6 +592,64 @@ class ExtraMissingError(XJobsError):
     code = "XJOBS_EXTRA_MISSING"
 
 
+class ChildFailedError(XJobsError):
+    """A child job a parent waited for (`ctx.step.invoke` / `ctx.step.map`) ended without a result:
+    dead-lettered, failed for good, cancelled, or removed. It fails the parent for good (the child
+    had its own retries; a retry of the parent would read the same ending). `step`, `index`,
+    `job_id`, `state` and `last_error` name the child.
+
+    To do: Read the child (`xjobs jobs show JOB_ID`), fix the cause, then requeue the parent (a new
+    run spawns its children afresh); or pass `return_exceptions=True` to `map` to take each failed
+    child's error in its place and go on.
+    """
+
+    code = "XJOBS_CHILD_FAILED"
+    terminal = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: str = "",
+        index: int = -1,
+        job_id: str = "",
+        state: str = "",
+        last_error: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.step = step
+        self.index = index
+        self.job_id = job_id
+        self.state = state
+        self.last_error = last_error
+
+
+class ChildTenantMismatchError(XJobsError):
+    """A parent run spawned a child whose input belongs to another tenant than the parent's run
+    (or to no tenant, from a tenanted parent): children inherit the parent's tenant. Nothing of
+    the step was written.
+
+    To do: Spawn children of the parent's own org (`ctx.tenant`); work across orgs belongs to a
+    `tenant="none"` parent.
+    """
+
+    code = "XJOBS_CHILD_TENANT_MISMATCH"
+    terminal = True
+
+
+class ChildrenInvalidError(XJobsError):
+    """A child step (`invoke`, `map`, `spawn`) was called with something it cannot spawn: not a job
+    handle, a plain `def` body's context, more children than a step may hold, or a replay whose
+    inputs no longer match what the step recorded. Nothing of the step was written.
+
+    To do: Pass a `job()` handle and its inputs; keep a step's inputs the same on every replay
+    (derive them from the run's input or from earlier steps); split a larger fan-out into steps.
+    """
+
+    code = "XJOBS_CHILDREN_INVALID"
+    terminal = True
+
+
 # The factories' refusals: their classes live beside the factories (`factories/backfill_errors.py`),
 # their codes here, with every other code.
 BACKFILL_STALLED = "XJOBS_BACKFILL_STALLED"

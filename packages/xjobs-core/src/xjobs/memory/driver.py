@@ -149,6 +149,10 @@ class MemoryJobDriver:
     # -- the contract ------------------------------------------------------------------------
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        return self.insert(jobs)
+
+    def insert(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        """`enqueue`, as one synchronous step (the child store writes a page inside its own)."""
         now = self._clock.now_ms()
         results: list[EnqueueResult] = []
         woken: set[str] = set()
@@ -361,6 +365,10 @@ class MemoryJobDriver:
         return True
 
     async def cancel(self, job_id: str, reason: str | None = None) -> JobMove:
+        return self.cancel_now(job_id, reason)
+
+    def cancel_now(self, job_id: str, reason: str | None = None) -> JobMove:
+        """`cancel`, as one synchronous step (the child store's cascade runs inside the write)."""
         row = self._rows.get(job_id)
         if row is None:
             return JobMove("missing")

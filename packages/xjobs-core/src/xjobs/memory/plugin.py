@@ -12,6 +12,7 @@ from xjobs.contract.backend import Backend, WakeSource
 from xjobs.contract.hookspecs import hookimpl
 from xjobs.contract.plugins import BackendFactory
 from xjobs.memory.backfills import MemoryBackfillLedger
+from xjobs.memory.children import MemoryChildStore
 from xjobs.memory.driver import MemoryJobDriver
 from xjobs.memory.events import MemoryEventBus
 from xjobs.memory.introspection import MemoryIntrospection
@@ -34,6 +35,7 @@ def _fresh(url: str, clock: Clock) -> Backend:
     wake.set_live(True)  # in one process the hint cannot be lost, so it needs no probe
     jobs = MemoryJobDriver(clock, workers, wake)
     events = MemoryEventBus(clock, jobs)
+    children = MemoryChildStore(clock, jobs)
     return Backend(
         name="memory",
         url=url,
@@ -51,7 +53,8 @@ def _fresh(url: str, clock: Clock) -> Backend:
         introspection=MemoryIntrospection(clock, jobs),
         results=MemoryResults(jobs),
         wake=wake,
-        retention=MemoryRetention(jobs, events, workers),
+        retention=MemoryRetention(jobs, events, workers, children),
+        children=children,
         backfills=MemoryBackfillLedger(clock),
         features=frozenset({"ack_many"}),
     )

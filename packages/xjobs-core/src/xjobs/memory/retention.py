@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xjobs.contract.driver import FINISHED_STATES
 from xjobs.contract.retention import COUNTER_TIERS, Keep, PurgeCut, PurgeStore
+from xjobs.memory.children import MemoryChildStore
 from xjobs.memory.driver import MemoryJobDriver
 from xjobs.memory.events import MemoryEventBus
 from xjobs.memory.rows import JobRow
@@ -13,12 +14,18 @@ from xjobs.memory.workers import MemoryWorkerRegistry
 class MemoryRetention:
     """Deletes through the stores' own removals, so a job's steps, errors and wait go with it.
 
-    A published outbox row is deleted at publish here, so the outbox has nothing to purge.
+    A published outbox row is deleted at publish here, so the outbox has nothing to purge. A
+    finished child whose parent is still live is kept: the parent reads its result later.
     """
 
     def __init__(
-        self, jobs: MemoryJobDriver, events: MemoryEventBus, workers: MemoryWorkerRegistry
+        self,
+        jobs: MemoryJobDriver,
+        events: MemoryEventBus,
+        workers: MemoryWorkerRegistry,
+        children: MemoryChildStore | None = None,
     ) -> None:
+        self._children = children
         self._jobs = jobs
         self._events = events
         self._workers = workers
@@ -31,6 +38,8 @@ class MemoryRetention:
         doomed: list[tuple[int, str, JobRow]] = []
         for row in self._jobs.rows():
             if row.state not in FINISHED_STATES or row.finished_at_ms is None:
+                continue
+            if self._children is not None and self._children.held(row.id):
                 continue
             cutoff = cut.job_cutoff(row.name, row.state)
             if cutoff is not None and row.finished_at_ms < cutoff:

@@ -51,6 +51,7 @@ class RunWiring:
             steps=backend.steps,
             events=backend.events,
             observer=self.settler.observer,
+            children=backend.children,
         )
         object.__setattr__(self, "tools", tools)
 

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING
 from xjobs.errors import StepInSyncBodyError
 from xjobs.observe.observer import NOOP, Observer
 from xjobs.options import finite_option
+from xjobs.run.children import ChildSteps
 from xjobs.run.progress import ProgressThrottle
-from xjobs.run.steps import StepApi, StepRun
+from xjobs.run.steps import StepRun
 
 if TYPE_CHECKING:
     from xjobs.clock import Clock
+    from xjobs.contract.children import ChildStore
     from xjobs.contract.driver import Claim, ClaimedJob
     from xjobs.contract.stores import EventBus, StepStore
     from xjobs.run.record import RunRecord
@@ -32,6 +34,7 @@ class RunTools:
     steps: StepStore | None = None
     events: EventBus | None = None
     observer: Observer = NOOP
+    children: ChildStore | None = None
 
 
 class RunIdentity:
@@ -114,15 +117,16 @@ class JobContext(RunIdentity):
         self._step_timeout_ms = None if run.handle is None else run.handle.step_timeout_ms
         self._signal = signal
         self._tools = tools
-        self._step: StepApi | None = None
+        self._step: ChildSteps | None = None
         self._progress: ProgressThrottle | None = None
 
     @property
-    def step(self) -> StepApi:
-        """The run's durable steps: `run`, `sleep`, `wait_for_event` (made on first use)."""
+    def step(self) -> ChildSteps:
+        """The run's durable steps: `run`, `sleep`, `wait_for_event`, and the child jobs `invoke`,
+        `map`, `spawn` (made on first use)."""
         if self._step is None:
             tools = self._tools
-            self._step = StepApi(
+            self._step = ChildSteps(
                 StepRun(
                     self._claim,
                     self._job.run_id,
@@ -132,6 +136,7 @@ class JobContext(RunIdentity):
                 ),
                 store=tools.steps,
                 events=tools.events,
+                children=tools.children,
                 clock=tools.clock,
                 signal=self._signal,
                 observer=tools.observer,

@@ -41,6 +41,7 @@ from xjobs.errors import (
     StepInvalidError,
 )
 from xjobs.observe.observer import NOOP, Observer
+from xjobs.run.children import ChildSuspension
 from xjobs.run.record import RunRecord
 from xjobs.run.settled import Settled, SettledHook, announce_settled
 from xjobs.run.steps import StepSuspension
@@ -228,13 +229,19 @@ class Settler:
     async def park(
         self, run: RunRecord, suspension: StepSuspension, *, holds: Holds | None = None
     ) -> Execution:
-        """A suspension parks the job until its wake time, or its event (the bus parks a wait)."""
+        """A suspension parks the job until its wake time, its event (the bus parks a wait), or its
+        children (the child store parks it, due at once when they resolved before the park)."""
         run_at = suspension.resume_at_ms
         wait = suspension.wait
         poll_ms = None if run.handle is None else run.handle.event_poll_ms
         if wait is not None and poll_ms is not None:
             run_at = min(run_at, self._clock.now_ms() + poll_ms)
-        if wait is not None and self._events is not None:
+        if isinstance(suspension, ChildSuspension):
+            park, nack = suspension.park, parking(run_at)
+            landed = await _stored(lambda: park(run.claim, nack), run.job, holds)
+            if not landed:
+                return self._unowned(run.job, "suspended")
+        elif wait is not None and self._events is not None:
             events, nack = self._events, parking(run_at)
             landed = await _stored(lambda: events.park(run.claim, wait, nack), run.job, holds)
             if not landed:
@@ -247,7 +254,10 @@ class Settler:
             "jobs.run.suspended",
             extra={"job_id": run.job.id, "job": run.job.name, "step": suspension.step},
         )
-        if wait is not None and self._events is not None and self.observer.enabled:
+        stored_here = isinstance(suspension, ChildSuspension) or (
+            wait is not None and self._events is not None
+        )
+        if stored_here and self.observer.enabled:  # `_land` announces the plain park itself
             self.observer.settled(run.job, "suspended", None)
         resume_at = None if run_at >= WAIT_FOREVER_MS else run_at
         return Execution("suspended", landed=True, resume_at_ms=resume_at)
