@@ -200,3 +200,19 @@ def memory_ops(
 ) -> Iterator[Ops]:
     """The operator harness on the memory backend only (for what does not vary by backend)."""
     yield from _ops("memory", app_dir, monkeypatch, capsys)
+
+
+@pytest.fixture
+def fresh_url() -> Iterator[Callable[[str], str]]:
+    """`fresh_url(kind)`: the URL of a new empty store of `kind` (memory, postgres, redis), dropped
+    after the test."""
+    opened: list[Iterator[str]] = []
+
+    def make(kind: str) -> str:
+        urls = _URLS[kind]()
+        opened.append(urls)
+        return next(urls)
+
+    yield make
+    for urls in opened:
+        next(urls, None)

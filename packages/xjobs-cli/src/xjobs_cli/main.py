@@ -19,6 +19,7 @@ from xjobs_cli import (
     install_cli,
     jobs_cli,
     mcp_cli,
+    migrate_cli,
     purge_cli,
     queues_cli,
     relay_cli,
@@ -52,6 +53,7 @@ _VERBS: tuple[tuple[Callable[..., argparse.ArgumentParser], str], ...] = (
     (demo_cli.add_parser, "WARNING"),
     (backends_cli.add_parser, "WARNING"),
     (install_cli.add_parser, "WARNING"),
+    (migrate_cli.add_parser, "WARNING"),
     (web_cli.add_parser, "INFO"),
     (mcp_cli.add_parser, "WARNING"),
 )
