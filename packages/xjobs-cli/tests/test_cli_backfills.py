@@ -161,3 +161,70 @@ def test_a_bad_environment_is_refused(ops: Ops, app_dir: Path) -> None:
     refused = _backfills(ops, "fillapp:app", "--environment", "Not Valid", "--json")
     assert refused.code == 2
     assert json.loads(refused.err)["error"]["code"] == "XJOBS_BACKFILL_INVALID"
+
+
+def _jobs(ops: Ops, *rest: str) -> Ran:
+    ops.capsys.readouterr()
+    code = main(["jobs", *rest])
+    captured = ops.capsys.readouterr()
+    return Ran(code, captured.out, captured.err)
+
+
+def test_a_runs_job_and_its_ledger_row_name_each_other(
+    ops: Ops, app_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (app_dir / "fillapp.py").write_text(FILLAPP)
+    monkeypatch.setenv("XJOBS_ENVIRONMENT", "ci")
+    assert _sweep("fill_totals") == "completed"
+    ((run,),) = [_backfills(ops, "fillapp:app", "--json").doc["runs"]]
+
+    shown = _jobs(ops, "show", "fillapp:app", run["job_id"], "--json")
+    assert shown.code == 0, shown.err
+    backfill = shown.doc["backfill"]
+    assert (backfill["run_id"], backfill["name"], backfill["count"], backfill["batches"]) == (
+        run["run_id"],
+        "fill_totals",
+        7,
+        3,
+    )
+    assert (
+        f"backfill fill_totals: run {run['run_id']} [completed]"
+        in _jobs(ops, "show", "fillapp:app", run["job_id"]).out
+    )
+    assert run["job_id"] in _backfills(ops, "fillapp:app").out
+
+
+def test_jobs_list_by_backfill_lists_the_sweeps_runs(
+    ops: Ops, app_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (app_dir / "fillapp.py").write_text(FILLAPP)
+    monkeypatch.setenv("XJOBS_ENVIRONMENT", "ci")
+    assert _sweep("fill_totals") == "completed"
+    ((run,),) = [_backfills(ops, "fillapp:app", "--json").doc["runs"]]
+
+    listed = _jobs(ops, "list", "fillapp:app", "--backfill", "fill_totals", "--json")
+    assert listed.code == 0, listed.err
+    assert [j["id"] for j in listed.doc["jobs"]] == [run["job_id"]]
+    assert listed.doc["where"]["name"] == "fill_totals"
+    assert _jobs(ops, "list", "fillapp:app", "--backfill", "fill_names", "--json").doc["jobs"] == []
+
+
+def test_jobs_list_refuses_a_backfill_the_app_does_not_declare(ops: Ops, app_dir: Path) -> None:
+    (app_dir / "fillapp.py").write_text(FILLAPP)
+    refused = _jobs(ops, "list", "fillapp:app", "--backfill", "fill_nothing", "--json")
+    assert refused.code == 2
+    assert _error_code(refused) == "XJOBS_USAGE"
+    clash = _jobs(ops, "list", "fillapp:app", "--backfill", "fill_totals", "--name", "x", "--json")
+    assert (clash.code, _error_code(clash)) == (2, "XJOBS_USAGE")
+
+
+def _error_code(ran: Ran) -> str:
+    code: str = json.loads(ran.err.strip().splitlines()[-1])["error"]["code"]
+    return code
+
+
+def test_a_job_that_runs_no_sweep_shows_no_backfill(ops: Ops) -> None:
+    (job_id,) = ops.enqueue("charge", "o-1")
+    shown = ops.cli("jobs show", job_id)
+    assert shown.code == 0, shown.err
+    assert shown.doc["backfill"] is None

@@ -22,7 +22,16 @@ if TYPE_CHECKING:
     from conftest import Seeded
 
 HERE = Path(__file__).parent
-READS = {"list_jobs", "show_job", "list_queues", "list_workers", "list_tasks", "failures", "stats"}
+READS = {
+    "list_jobs",
+    "show_job",
+    "list_queues",
+    "list_workers",
+    "list_tasks",
+    "list_backfills",
+    "failures",
+    "stats",
+}
 UNTRUSTED = "untrusted_data"
 
 

@@ -47,7 +47,7 @@ def _text(body: Body) -> str:
         ],
     )
     runs = render(
-        ["run", "backfill", "environment", "status", "rows", "batches", "started"],
+        ["run", "backfill", "environment", "status", "rows", "batches", "started", "job"],
         [
             [
                 r["run_id"],
@@ -57,12 +57,14 @@ def _text(body: Body) -> str:
                 r["count"],
                 r["batches"],
                 iso(r["started_at_ms"]),
+                r["job_id"],
             ]
             for r in body["runs"]
         ],
         right=(4, 5),
     )
-    return f"{declared}\n\n{runs}\n\n{_pending_text(body)}"
+    jobs = "each run is a job: xjobs jobs show JOB, xjobs jobs list --backfill NAME"
+    return f"{declared}\n\n{runs}\n{jobs}\n\n{_pending_text(body)}"
 
 
 def _pending_text(body: Body) -> str:
@@ -104,7 +106,7 @@ def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
         "backfills",
         help="the declared backfills, their runs, and what is pending (--pending gates a deploy)",
         description="The sweeps the app declares (backfill()), every run the backfill ledger "
-        "holds (newest first: status, rows swept, batches) and the pending ones: declared for an "
+        "holds (newest first: status, rows swept, batches, the job that runs it) and the pending ones: declared for an "
         "environment with no completed run there. With --pending only that list is printed and "
         f"the exit is {EXIT_PENDING} when anything is pending, so a deploy script can stop on it. "
         "The environment is XJOBS_ENVIRONMENT (default development) unless --environment is given.",

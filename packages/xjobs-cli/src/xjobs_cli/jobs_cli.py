@@ -7,10 +7,14 @@ import asyncio
 import json
 from typing import Any
 
+from xjobs import App, JobRecord, Operator
+from xjobs.factories.backfill_inspect import project_row
+from xjobs.factories.backfill_registry import registered_backfills
 from xjobs.operate.detail import JobDetail
 from xjobs.operate.filters import job_filter
 from xjobs_cli import moves_cli, pause_cli, shapes
 from xjobs_cli.argtypes import add_job_filters, states
+from xjobs_cli.errors import UsageError
 from xjobs_cli.output import EXIT_OK, Body, emit
 from xjobs_cli.table import render
 from xjobs_cli.target import Subparsers, Target, add_operator_parser, opened, resolve
@@ -30,11 +34,35 @@ REDACTION_NOTES = {
 # -- list -------------------------------------------------------------------------------------------
 
 
+def _listed_name(args: argparse.Namespace) -> str | None:
+    """The job name a listing narrows to: `--name`, or `--backfill` (a sweep's runs are jobs of
+    its name); both, naming two things, are refused."""
+    if args.backfill is None:
+        return str(args.name) if args.name is not None else None
+    if args.name is not None and args.name != args.backfill:
+        raise UsageError(f"--backfill {args.backfill} lists jobs named so; drop --name {args.name}")
+    return str(args.backfill)
+
+
+def _require_backfill(target: Target, app: App, name: str) -> None:
+    """With the app's declarations at hand, `--backfill` names one of its sweeps."""
+    if not target.declared:
+        return
+    declared = sorted(spec.name for spec in registered_backfills(app.jobs.values()))
+    if name not in declared:
+        raise UsageError(
+            f"the app declares no backfill {name!r} (declared: {', '.join(declared) or 'none'}); "
+            "xjobs backfills lists them"
+        )
+
+
 async def _list_page(target: Target, args: argparse.Namespace) -> Body:
     where = job_filter(
-        states=args.state or (), queue=args.queue, name=args.name, tenant=args.tenant
+        states=args.state or (), queue=args.queue, name=_listed_name(args), tenant=args.tenant
     )
     async with opened(target) as app:
+        if args.backfill is not None:
+            _require_backfill(target, app, args.backfill)
         page = await app.operator.list_jobs(where, limit=args.limit, after=args.after)
         now = app.clock.now_ms()
     return {
@@ -94,13 +122,26 @@ def _redaction(target: Target, detail: JobDetail) -> str:
     return "unavailable" if not target.declared else detail.redaction
 
 
+async def backfill_run(app: App, operator: Operator, record: JobRecord) -> Body | None:
+    """The backfill ledger's run that job `record` is (`None`: it runs no sweep, or the backend
+    keeps no ledger): a sweep's runs are jobs of its name, each row naming its job."""
+    if "backfills" not in app.backend.capabilities:
+        return None
+    for row in await operator.backfills(record.name):
+        if row.job_id == record.id:
+            return project_row(row)
+    return None
+
+
 async def _show_job(target: Target, job_id: str) -> Body:
     async with opened(target) as app:
         detail = await app.operator.get_job(job_id)
+        run = await backfill_run(app, app.operator, detail.record)
         now = app.clock.now_ms()
     return {
         "now_ms": now,
         "job": shapes.job_record(detail.record),
+        "backfill": run,
         "input": detail.input,
         "redaction": _redaction(target, detail),
         "steps": [shapes.step(s) for s in detail.steps],
@@ -156,6 +197,8 @@ def _show_text(body: Body) -> str:
             for s in steps
         ]
         lines.append(render(["#", "name", "status", "at", "result / error"], rows, indent="  "))
+    if body["backfill"] is not None:
+        lines.append(_backfill_text(body["backfill"]))
     errors = body["errors"]
     lines.append(f"errors ({len(errors)}, oldest first):")
     for e in errors:
@@ -165,6 +208,14 @@ def _show_text(body: Body) -> str:
         if e["traceback"]:
             lines.append(_indented(e["traceback"].rstrip("\n"), "      "))
     return "\n".join(lines)
+
+
+def _backfill_text(run: Body) -> str:
+    return (
+        f"backfill {run['name']}: run {run['run_id']} [{run['status']}] in {run['environment']}, "
+        f"{run['count']} rows in {run['batches']} batches, cursor {run['cursor'] or '-'} "
+        "(xjobs backfills lists every run)"
+    )
 
 
 def _run_show(args: argparse.Namespace) -> int:
@@ -203,6 +254,12 @@ def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     )
     add_job_filters(listing)
     listing.add_argument(
+        "--backfill",
+        default=None,
+        metavar="NAME",
+        help="only the runs of this backfill (its jobs; xjobs backfills lists the sweeps)",
+    )
+    listing.add_argument(
         "--limit", type=int, default=50, metavar="N", help="jobs per page, 1 to 500 (default 50)"
     )
     listing.add_argument(
@@ -213,7 +270,8 @@ def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
         verbs,
         "show",
         help="one job: record, input, steps and errors",
-        description="One job: its record, its input, its steps and each attempt's error; the input, "
+        description="One job: its record, its input, its steps, each attempt's error and the "
+        "backfill run it is (if it runs a sweep); the input, "
         "the idempotency key and the step results through the job's redact hooks, withheld for a "
         "job the app does not declare (and always with --url).",
         operands="ID",

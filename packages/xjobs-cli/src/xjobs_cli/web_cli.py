@@ -79,13 +79,19 @@ def _run(args: argparse.Namespace) -> int:
         raise missing("the dashboard") from exc
     options = _options(args)
     web = server(
-        app_of(target), host=args.host, port=args.port, log_level=args.log_level, **options
+        app_of(target),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        path=args.path,
+        **options,
     )
     if options["read_only"]:
         mode = " (read-only)" if args.read_only else " (read-only: --basic-auth USER to act)"
     else:
         mode = " (UNAUTHENTICATED: anyone who reaches it may act)" if args.unsafe_no_auth else ""
-    print(f"xjobs web: serving http://{args.host}:{args.port}/{mode}", file=sys.stderr, flush=True)
+    where = f"http://{args.host}:{args.port}{args.path.rstrip('/')}/"
+    print(f"xjobs web: serving {where}{mode}", file=sys.stderr, flush=True)
     web.run()
     return EXIT_OK
 
@@ -104,6 +110,13 @@ def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1)"
     )
     parser.add_argument("--port", type=int, default=8080, help="the port (default 8080)")
+    parser.add_argument(
+        "--path",
+        default="/",
+        metavar="PATH",
+        help="serve the dashboard under PATH (e.g. /_x, the default mount of a service's own "
+        "server: xjobs_web.MOUNT_PATH); / redirects there (default /)",
+    )
     parser.add_argument(
         "--read-only",
         action="store_true",

@@ -35,6 +35,7 @@ def build(app: App, options: dict[str, Any], binding: Binding | None = None) -> 
         ("/jobs/{job_id}", pages.job_page, "job"),
         ("/failures", pages.failures_page, "failures"),
         ("/tasks", pages.tasks_page, "tasks"),
+        ("/backfills", pages.backfills_page, "backfills"),
         ("/workers", pages.workers_page, "workers"),
     ]
     writes = [

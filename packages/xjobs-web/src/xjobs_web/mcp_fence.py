@@ -37,7 +37,9 @@ def fenced(value: Any) -> Any:
     kept: dict[str, Any] = {}
     marked: dict[str, Any] = {}
     for key, item in value.items():
-        if key in WRITTEN_BY_JOBS:
+        if key == UNTRUSTED and isinstance(item, dict):
+            marked.update(item)  # marked by the tool itself (a field whose name is shared)
+        elif key in WRITTEN_BY_JOBS:
             marked[key] = item
         else:
             kept[key] = fenced(item)

@@ -1,4 +1,4 @@
-"""The pages an operator reads: overview, jobs, one job, failures, tasks, workers, and the
+"""The pages an operator reads: overview, jobs, one job, failures, tasks, backfills, workers, and the
 confirmation of a bulk move. Each reads the visit's operator only: `app.operator`, scoped with
 `for_tenant` to the tenant the tenant hook named."""
 
@@ -12,6 +12,7 @@ from xjobs import JobFilter, JobRecord, Operator
 from xjobs.contract.introspection import COUNT_CAP, DEFAULT_JOB_PAGE
 from xjobs.errors import JobPageInvalidError
 from xjobs.operate.filters import job_filter
+from xjobs_cli.jobs_cli import backfill_run
 from xjobs_cli.moves_cli import VERBS
 from xjobs_web import csrf
 from xjobs_web.failures import SCAN_JOBS, failures
@@ -121,9 +122,12 @@ def actions_for(job: JobRecord, now_ms: int) -> list[str]:
 
 
 async def job_page(dash: Dashboard, visit: Visit) -> Response:
-    """One job: record, redacted input, each attempt's error, the steps as a timeline."""
+    """One job: record, redacted input, each attempt's error, the steps as a timeline, and the
+    backfill run it is (if it runs a sweep)."""
     job_id = visit.request.path_params["job_id"]
-    detail = await operator_of(dash, visit).get_job(job_id)
+    operator = operator_of(dash, visit)
+    detail = await operator.get_job(job_id)
+    run = await backfill_run(dash.app, operator, detail.record)
     now = dash.app.clock.now_ms()
     steps = timeline(detail.record, list(detail.steps), list(detail.errors))
     values = context(
@@ -134,6 +138,7 @@ async def job_page(dash: Dashboard, visit: Visit) -> Response:
         job=detail.record,
         steps=steps,
         redaction=detail.redaction,
+        backfill=run,
         actions=[] if dash.options.read_only else actions_for(detail.record, now),
     )
     return html(dash.env, "job.html", values)
@@ -150,6 +155,16 @@ async def tasks_page(dash: Dashboard, visit: Visit) -> Response:
     """The app's cron tasks: next and last fire, pause; pause, resume, trigger now."""
     tasks = await operator_of(dash, visit).tasks()
     return html(dash.env, "tasks.html", context(dash, visit, "tasks", tasks=tasks))
+
+
+async def backfills_page(dash: Dashboard, visit: Visit) -> Response:
+    """The backfill ledger's runs (of one sweep with `?name=`), newest first: state, cursor, rows
+    and batches, each linked to the job it is (where it is cancelled or retried)."""
+    name = visit.request.query_params.get("name") or None
+    ledger = "backfills" in dash.app.backend.capabilities
+    runs = await operator_of(dash, visit).backfills(name) if ledger else []
+    values = context(dash, visit, "backfills", runs=runs, name=name, ledger=ledger)
+    return html(dash.env, "backfills.html", values)
 
 
 async def workers_page(dash: Dashboard, visit: Visit) -> Response:
