@@ -23,7 +23,7 @@ from xjobs.declare.job import JobHandle, Redact, job
 from xjobs.declare.rate import Rate
 from xjobs.declare.retry import Retry
 from xjobs.declare.task import TaskHandle, task
-from xjobs.errors import StepFailedError, Terminal, XJobsError
+from xjobs.errors import ChildFailedError, StepFailedError, Terminal, XJobsError
 from xjobs.operate.operator import Operator
 from xjobs.roles.relay import Relay
 from xjobs.roles.relay_stats import RelayStats
@@ -32,6 +32,7 @@ from xjobs.roles.scheduler import Scheduler
 from xjobs.roles.scheduler_stats import SchedulerStats
 from xjobs.roles.worker import Worker
 from xjobs.roles.worker_stats import WorkerStats
+from xjobs.run.children import ChildSteps
 from xjobs.run.context import JobContext, SyncJobContext
 from xjobs.run.settled import Settled
 from xjobs.run.steps import StepApi, StepSuspension
@@ -46,6 +47,8 @@ __all__ = [
     "Backend",
     "BackendFactory",
     "BulkResult",
+    "ChildFailedError",
+    "ChildSteps",
     "Clock",
     "Concurrency",
     "EnqueueResult",
