@@ -1,4 +1,4 @@
-"""Faults: hostile input through the public API, on memory, Postgres and Redis alike.
+"""Faults: hostile input through the public API, on memory, Postgres, Redis and SQLite alike.
 
 Each input below goes through `handle.enqueue`, `enqueue_many`, `job()` or `task()` declarations,
 or an enqueue option. It must be either
@@ -11,8 +11,8 @@ or an enqueue option. It must be either
   was given. A key a worker derives only when it admits the run (a concurrency or rate key) is
   derived at enqueue too, so an underivable one is refused at the door like any other.
 
-The same input gets the same verdict on all three backends, and each backend still serves a
-normal job afterwards.
+The same input gets the same verdict on every backend, and each backend still serves a normal
+job afterwards.
 """
 
 from __future__ import annotations
@@ -21,10 +21,15 @@ import asyncio
 import itertools
 import math
 import secrets
+import shutil
+import sqlite3
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -40,10 +45,11 @@ from xjobs_pg.servers import ServerUnavailable, postgres_url, unavailable
 from xjobs_redis.servers import ServerUnavailable as RedisUnavailable
 from xjobs_redis.servers import redis_url
 from xjobs_redis.testing import drop_prefix
+from xjobs_sqlite.testing import file_url
 
 from .harness import HOSTILE
 
-BACKENDS = ("memory", "postgres", "redis")
+BACKENDS = ("memory", "postgres", "redis", "sqlite")
 QUEUE = "hostile"
 
 PAYLOAD = "XJOBS_PAYLOAD_INVALID"
@@ -600,13 +606,18 @@ def namespaces() -> Iterator[dict[str, Namespace]]:
     except RedisUnavailable as exc:
         unavailable(f"no Redis server for the hostile input matrix: {exc}")
     schema, prefix = f"xjobs_t_{secrets.token_hex(6)}", f"xjobs_t_{secrets.token_hex(6)}"
+    directory = Path(tempfile.mkdtemp(prefix="xjobs-hostile-"))
     found = {
         "memory": Namespace("memory", "memory://"),
         "postgres": Namespace("postgres", f"{pg}?xjobs_schema={schema}", schema=schema, server=pg),
         "redis": Namespace("redis", f"{redis}?xjobs_prefix={prefix}", prefix=prefix, server=redis),
+        "sqlite": Namespace("sqlite", file_url(directory / "hostile.db"), server=str(directory)),
     }
-    yield found
-    asyncio.run(_drop(found))
+    try:
+        yield found
+        asyncio.run(_drop(found))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 async def _drop(found: dict[str, Namespace]) -> None:
@@ -639,6 +650,8 @@ async def snapshot(app: xjobs.App, space: Namespace) -> object:
             return counts
         finally:
             await conn.close()
+    if space.backend == "sqlite":
+        return sqlite_counts(Path(space.server) / "hostile.db")
     if space.backend == "redis":
         client = Redis.from_url(space.server, decode_responses=False)
         try:
@@ -648,6 +661,15 @@ async def snapshot(app: xjobs.App, space: Namespace) -> object:
             await client.aclose()
     page = await app.operator.list_jobs(limit=500)
     return sorted((job.id, job.state) for job in page.jobs)
+
+
+def sqlite_counts(path: Path) -> dict[str, int]:
+    """How many rows each table of the SQLite file holds."""
+    with closing(sqlite3.connect(path)) as db:
+        names = sorted(
+            r[0] for r in db.execute("select name from sqlite_master where type = 'table'")
+        )
+        return {name: db.execute(f'select count(*) from "{name}"').fetchone()[0] for name in names}
 
 
 # -- the matrix --------------------------------------------------------------------------------
