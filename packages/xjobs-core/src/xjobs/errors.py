@@ -598,9 +598,10 @@ class ChildFailedError(XJobsError):
     had its own retries; a retry of the parent would read the same ending). `step`, `index`,
     `job_id`, `state` and `last_error` name the child.
 
-    To do: Read the child (`xjobs jobs show JOB_ID`), fix the cause, then requeue the parent (a new
-    run spawns its children afresh); or pass `return_exceptions=True` to `map` to take each failed
-    child's error in its place and go on.
+    To do: Read the child (`xjobs jobs show JOB_ID`), fix the cause, requeue the child (and any
+    sibling the failure cancelled) and, once they completed, requeue the parent: its replay reads
+    every child's result and goes on. Or pass `return_exceptions=True` to `map` to take each
+    failed child's error in its place.
     """
 
     code = "XJOBS_CHILD_FAILED"

@@ -5,7 +5,7 @@ their results read back a page at a time."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 from xjobs.clock import Clock
@@ -133,7 +133,12 @@ class ChildSteps(StepApi):
         if record is not None and record.status == "done":
             if self._observer.enabled:
                 self._observer.step_event("replay", name)
-            return await self._results(store, name, handle, total, fail_fast)
+            # a recorded step is never written again: a child removed since is raised, no more
+            results = await self._results(store, name, handle, total, False, position)
+            lost = [r for r in results if isinstance(r, ChildFailedError)]
+            if fail_fast and lost:
+                raise lost[0]
+            return results
         if total == 0:
             await self._write(name, position, "done", shape, None)
             return []
@@ -143,8 +148,14 @@ class ChildSteps(StepApi):
                 self._observer.step_event("wait", name)
             raise ChildSuspension(name, self._park(store, name))
         if fail_fast and state.failed and state.first_failed is not None:
-            raise await self._fail_fast(store, name, handle, position, state.first_failed)
-        results = await self._results(store, name, handle, total, fail_fast)
+            # read back, not taken from the counts: an operator may have requeued the child since
+            # (it then ran to completion) and the parent after it
+            index = state.first_failed
+            page = await store.children_page(self._run.run_id, name, index - 1, 1)
+            row = page[0] if page and page[0].index == index else None
+            if row is None or row.state != "completed":
+                raise await self._fail_fast(store, name, handle, position, index, row)
+        results = await self._results(store, name, handle, total, fail_fast, position)
         await self._write(name, position, "done", shape, None)
         return results
 
@@ -190,43 +201,67 @@ class ChildSteps(StepApi):
         return park
 
     async def _fail_fast(
-        self, store: ChildStore, name: str, handle: JobHandle[Any], position: int, index: int
+        self,
+        store: ChildStore,
+        name: str,
+        handle: JobHandle[Any],
+        position: int,
+        index: int,
+        row: ChildRow | None,
     ) -> ChildFailedError:
         """The siblings of the failed child still pending are cancelled; the step records the
-        failure and the error naming the child is raised."""
+        failure and answers the error naming the child, for the caller to raise."""
         run = self._run
         if await store.cancel_children(run.claim, run.run_id, name) is None:
             raise _lost(run, name)
-        rows = await store.children_page(run.run_id, name, index - 1, 1)
-        row = rows[0] if rows and rows[0].index == index else None
         error = _failure(name, handle, index, row)
         await self._write(name, position, "error", None, encode_error(error))
         return error
 
     async def _results(
-        self, store: ChildStore, name: str, handle: JobHandle[Any], total: int, fail_fast: bool
+        self,
+        store: ChildStore,
+        name: str,
+        handle: JobHandle[Any],
+        total: int,
+        fail_fast: bool,
+        position: int,
     ) -> list[Any]:
-        """The children's results in index order, read a page at a time; a child that ended
-        without one is its `ChildFailedError` (raised at once when `fail_fast`)."""
+        """The children's results in index order; a child that ended without one is its
+        `ChildFailedError` in its place, or, when the step fails fast, raised (its pending
+        siblings cancelled)."""
         annotation = return_annotation(handle.fn)
         out: list[Any] = []
-        after = -1
-        while len(out) < total:
+        async for index, row in self._rows(store, name, total):
+            if row is not None and row.state == "completed":
+                text = row.result
+                out.append(None if text is None else decode_result(text, annotation, step=name))
+            elif fail_fast:
+                raise await self._fail_fast(store, name, handle, position, index, row)
+            else:
+                out.append(_failure(name, handle, index, row))
+        return out
+
+    async def _rows(
+        self, store: ChildStore, name: str, total: int
+    ) -> AsyncIterator[tuple[int, ChildRow | None]]:
+        """Each child's row in index order, read a page at a time (`None`: the child was removed)."""
+        after, index = -1, 0
+        while index < total:
             page = await store.children_page(self._run.run_id, name, after, MAX_CHILDREN_PAGE)
             for row in page:
-                while len(out) < min(row.index, total):  # a removed child leaves a gap
-                    out.append(_kept(name, handle, len(out), None, fail_fast))
-                if row.index == len(out) and row.state == "completed":
-                    text = row.result
-                    out.append(None if text is None else decode_result(text, annotation, step=name))
-                elif row.index == len(out):
-                    out.append(_kept(name, handle, row.index, row, fail_fast))
+                while index < min(row.index, total):
+                    yield index, None
+                    index += 1
+                if row.index == index:
+                    yield index, row
+                    index += 1
             if len(page) < MAX_CHILDREN_PAGE:
                 break
             after = page[-1].index
-        while len(out) < total:
-            out.append(_kept(name, handle, len(out), None, fail_fast))
-        return out
+        while index < total:
+            yield index, None
+            index += 1
 
     def _child_store(self) -> ChildStore:
         if self._children is None:
@@ -255,16 +290,6 @@ def _failure(
         state=row.state,
         last_error=row.last_error,
     )
-
-
-def _kept(
-    name: str, handle: JobHandle[Any], index: int, row: ChildRow | None, fail_fast: bool
-) -> ChildFailedError:
-    """A failed child's error, kept in its place; raised instead when the step fails fast."""
-    error = _failure(name, handle, index, row)
-    if fail_fast:
-        raise error
-    return error
 
 
 def _lost(run: StepRun, name: str) -> LeaseLostError:

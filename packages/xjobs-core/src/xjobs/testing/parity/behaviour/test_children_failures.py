@@ -183,3 +183,38 @@ class TestEveryFailureResolves:
             record = await app.get_job(result.job_id)
         assert waiting.state == "waiting"
         assert (record.state, caught) == ("completed", ["cancelled"])
+
+
+class TestRetryWhatFailed:
+    async def test_a_parent_requeued_after_its_failed_child_reads_every_result(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: requeue the failed child, then the parent: the parent's replay reads the child's
+        new ending (not the count of its first one) and continues with every result."""
+        needs_children(parity)
+        failures: list[int] = []
+        seen: list[list[int]] = []
+
+        @job(tenant=org_of, idempotency_key=num_key, queue=CHILD_QUEUE, retry=ONE_TRY)
+        async def once(ctx: JobContext, input: Num) -> int:
+            if input.n == 1 and not failures:
+                failures.append(input.n)
+                raise Boom("the first run of child 1 fails")
+            return input.n * 10
+
+        @job(tenant=org_of, idempotency_key=batch_key, queue=QUEUE)
+        async def parent(ctx: JobContext, input: Batch) -> None:
+            seen.append(await ctx.step.map("all", once, nums(2)))
+
+        async with parity.app(jobs=[parent, once]) as app:
+            result = await parent.enqueue(Batch())
+            one_at_a_time = {QUEUE: 1, CHILD_QUEUE: 1}  # child 1 ends last: no sibling cancelled
+            await app.run_worker(queues=QUEUES, until_idle=True, concurrency=one_at_a_time)
+            failed = await app.get_job(result.job_id)
+            await app.requeue_job(child_id(failed.run_id, "all", 1))
+            await app.run_worker(queues=QUEUES, until_idle=True)
+            await app.requeue_job(result.job_id)
+            await app.run_worker(queues=QUEUES, until_idle=True)
+            record = await app.get_job(result.job_id)
+        assert failed.state == "dead"
+        assert (record.state, seen) == ("completed", [[0, 10]])
