@@ -6,9 +6,12 @@ line of the README's install block gets a new virtual environment of its own OUT
 `--find-links` to the built wheels (everything else comes from the package index) and
 `--compile-bytecode`, as pip does by default. In those environments:
 
-- the README's quick start runs as printed (memory backend) after `xjobs-kit[pg]`;
-- `xjobs worker MODULE:APP`, the command `xjobs-kit[pg]` / `xjobs-kit[redis]` installs, runs a job
-  enqueued before it started on a real Postgres / Redis, then exits 0 on SIGTERM;
+- `xjobs-kit` alone (no extra) brings the SQLite driver, and the README's quick start runs as
+  printed on its SQLite file (`sqlite:///app.db`);
+- `xjobs worker MODULE:APP`, the command `xjobs-kit` / `xjobs-kit[pg]` / `xjobs-kit[redis]`
+  installs, runs a job enqueued before it started on a SQLite file / a real Postgres / Redis, then
+  exits 0 on SIGTERM; on the file, a second worker process finds the job done (durable) and runs
+  only the new one;
 - after each line, the quick start runs on the line's durable backend with only its URL changed,
   as the README says; the library alone (`xjobs-core xjobs-pg`, `xjobs-core xjobs-redis`)
   installs no `xjobs` command, the kit does.
@@ -34,6 +37,7 @@ import tomllib
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
@@ -78,7 +82,7 @@ app = xjobs.App(backend=os.environ["XJOBS_INSTALL_URL"], jobs=[ping])
 
 async def enqueue() -> None:
     async with app:
-        print((await ping.enqueue(Ping(n=1))).job_id)
+        print((await ping.enqueue(Ping(n=int(os.environ.get("XJOBS_INSTALL_N", "1"))))).job_id)
 
 
 async def wait_for(job_id: str, within_s: float) -> None:
@@ -221,10 +225,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory, dist: Path) -> Callable[
     return install
 
 
+QUICK_START_URL = 'backend="sqlite:///app.db"'
+
+
 @contextmanager
 def fresh_url(engine: str) -> Iterator[str]:
-    """A URL on the engine's test server with a new `xjobs_schema` / `xjobs_prefix`, dropped after."""
-    if engine == "postgres":
+    """A URL on the engine's test server with a new `xjobs_schema` / `xjobs_prefix`, dropped after;
+    for SQLite, a file in the working directory of the commands."""
+    if engine == "sqlite":
+        yield "sqlite:///app.db"
+    elif engine == "postgres":
         try:
             server = postgres_url()
         except ServerUnavailable as exc:
@@ -261,8 +271,8 @@ async def _drop_prefix(server: str, prefix: str) -> None:
 def _run_quick_start(venv: Path, where: Path, url: str | None = None) -> str:
     source = readme_quick_start()
     if url is not None:
-        assert source.count('backend="memory://"') == 1, "the quick start names its URL once"
-        source = source.replace('backend="memory://"', f"backend={url!r}")
+        assert source.count(QUICK_START_URL) == 1, "the quick start names its URL once"
+        source = source.replace(QUICK_START_URL, f"backend={url!r}")
     script = where / "quick_start.py"
     script.write_text(source)
     return _run([str(venv / "bin" / "python"), str(script)], cwd=where, env=_clean_env(venv))
@@ -270,7 +280,7 @@ def _run_quick_start(venv: Path, where: Path, url: str | None = None) -> str:
 
 def test_the_readme_installs_the_kit_with_each_backend_and_the_library_alone() -> None:
     lines = readme_install_lines()
-    for requirement in (f"{KIT}[pg]", f"{KIT}[redis]", "xjobs-core"):
+    for requirement in (KIT, f"{KIT}[pg]", f"{KIT}[redis]", "xjobs-core"):
         assert any(shlex.split(line)[2] == requirement for line in lines), lines
 
 
@@ -296,49 +306,126 @@ def test_the_quick_start_runs_as_printed_after_the_kit_install(
     assert Path(where.strip()).is_relative_to(venv), f"`import xjobs` found {where.strip()}"
 
 
-@pytest.mark.parametrize(("engine", "extra"), [("postgres", "pg"), ("redis", "redis")])
-def test_the_installed_xjobs_worker_runs_a_job_then_exits_0_on_sigterm(
-    installed: Callable[[str], Path], tmp_path: Path, engine: str, extra: str
+def test_the_kit_alone_brings_the_sqlite_driver_and_runs_the_quick_start_on_a_file(
+    installed: Callable[[str], Path], dist: Path, tmp_path: Path
 ) -> None:
-    venv = installed(_install_line(f"{KIT}[{extra}]"))
+    venv = installed(_install_line(KIT))
+    (wheel,) = dist.glob("xjobs_kit-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        requires = [
+            line.split(":", 1)[1].strip()
+            for line in archive.read(metadata).decode().splitlines()
+            if line.startswith("Requires-Dist:") and "extra ==" not in line
+        ]
+    assert "xjobs-sqlite" in requires, requires
+    found = _run(
+        [str(venv / "bin" / "python"), "-c", LIST_XJOBS_DISTRIBUTIONS],
+        cwd=tmp_path,
+        env=_clean_env(venv),
+    )
+    names = {x.partition("==")[0] for x in found.split()}
+    assert names == {"xjobs-core", "xjobs-cli", "xjobs-sqlite", "xjobs-kit"}, found
+
+    out = _run_quick_start(venv, tmp_path)
+
+    assert "receipt for 42 (attempt 1)" in out, out
+    assert "completed=1" in out, out
+    assert (tmp_path / "app.db").is_file()
+
+
+@dataclass
+class Served:
+    """One `xjobs worker` process's run: the job's state while it ran, and how the process ended."""
+
+    running: bool
+    state: str
+    out: str
+    err: str
+    returncode: int | None
+    stop_s: float
+
+
+def _serve_until_done(xjobs: Path, cwd: Path, env: dict[str, str], job_id: str) -> Served:
+    """Start `xjobs worker install_app:app`, wait for `job_id` to finish, SIGTERM the worker."""
+    python = str(Path(xjobs).with_name("python"))
+    worker = subprocess.Popen(
+        [str(xjobs), "worker", "install_app:app"],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        state = _run(
+            [
+                python,
+                "-c",
+                "import asyncio, install_app as a; "
+                f"asyncio.run(a.wait_for({job_id!r}, {JOB_DONE_WITHIN_S}))",
+            ],
+            cwd=cwd,
+            env=env,
+        ).strip()
+        running = worker.poll() is None
+        worker.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        out, err = worker.communicate(timeout=30)
+        stopped = time.monotonic() - sent
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.communicate()
+    return Served(running, state, out, err, worker.returncode, stopped)
+
+
+def _check_served(served: Served, line: str) -> None:
+    err = served.err
+    assert served.running, f"the worker exited {served.returncode} before it was stopped:\n{err}"
+    assert served.state == "completed", f"the job is {served.state}\n{err}"
+    assert line in served.out, served.out
+    assert served.returncode == 0, f"exit {served.returncode} after SIGTERM:\n{err}"
+    assert served.stop_s < 30
+    assert re.search(r"worker stopped:.*\bcompleted=1\b", err), err
+
+
+@pytest.mark.parametrize(
+    ("engine", "requirement"),
+    [("sqlite", KIT), ("postgres", f"{KIT}[pg]"), ("redis", f"{KIT}[redis]")],
+)
+def test_the_installed_xjobs_worker_runs_a_job_then_exits_0_on_sigterm(
+    installed: Callable[[str], Path], tmp_path: Path, engine: str, requirement: str
+) -> None:
+    venv = installed(_install_line(requirement))
     xjobs = venv / "bin" / "xjobs"
-    assert xjobs.exists(), f"`pip install {KIT}[{extra}]` gave no xjobs command"
+    assert xjobs.exists(), f"`pip install {requirement}` gave no xjobs command"
     (tmp_path / "install_app.py").write_text(APP)
     python = str(venv / "bin" / "python")
     with fresh_url(engine) as url:
         env = _clean_env(venv, XJOBS_INSTALL_URL=url)
 
-        def call(code: str) -> str:
-            return _run([python, "-c", code], cwd=tmp_path, env=env).strip()
+        def enqueue(n: int) -> str:
+            code = "import asyncio, install_app as a; asyncio.run(a.enqueue())"
+            with_n = {**env, "XJOBS_INSTALL_N": str(n)}
+            return _run([python, "-c", code], cwd=tmp_path, env=with_n).strip()
 
-        job_id = call("import asyncio, install_app as a; asyncio.run(a.enqueue())")
-        worker = subprocess.Popen(
-            [str(xjobs), "worker", "install_app:app"],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            state = call(
-                "import asyncio, install_app as a; "
-                f"asyncio.run(a.wait_for({job_id!r}, {JOB_DONE_WITHIN_S}))"
-            )
-            running = worker.poll() is None
-            worker.send_signal(signal.SIGTERM)
-            sent = time.monotonic()
-            out, err = worker.communicate(timeout=30)
-        finally:
-            if worker.poll() is None:
-                worker.kill()
-                worker.communicate()
-    assert running, f"the worker exited {worker.returncode} before it was stopped:\n{err}"
-    assert state == "completed", f"the job is {state}\n{err}"
-    assert "ping 1" in out, out
-    assert worker.returncode == 0, f"exit {worker.returncode} after SIGTERM:\n{err}"
-    assert time.monotonic() - sent < 30
-    assert re.search(r"worker stopped:.*\bcompleted=1\b", err), err
+        first = enqueue(1)
+        served = _serve_until_done(xjobs, tmp_path, env, first)
+        _check_served(served, "ping 1")
+        if engine != "sqlite":
+            return
+        # the file outlived the worker: a second worker process finds the job done, runs only
+        # the one enqueued since
+        again = _serve_until_done(xjobs, tmp_path, env, enqueue(2))
+    _check_served(again, "ping 2")
+    assert "ping 1" not in again.out, again.out
+    done = _run(
+        [python, "-c", f"import asyncio, install_app as a; asyncio.run(a.wait_for({first!r}, 0))"],
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.strip() == "completed"
 
 
 @pytest.mark.parametrize(
