@@ -71,7 +71,8 @@ def resolve_worker_options(
 
     Defaults: 10 slots per queue, `max_in_flight` the sum of the slots, a 30 s lease renewed
     every third of it, a 50 ms poll floor, a 30 s drain with a 1 s margin, and as many threads
-    for plain `def` bodies as the worker has slots.
+    for plain `def` bodies as the worker has slots. Bounds: a lease of 300 ms to a day, a drain
+    and its margin of at most a day, a poll floor of 1 ms to the 2 s idle ceiling.
     """
     concurrency = knobs.get("concurrency", 10)
     max_in_flight = knobs.get("max_in_flight")
@@ -120,7 +121,7 @@ def resolve_worker_options(
         lease_ms=lease_ms,
         heartbeat_ms=heartbeat_ms,
         presence_ttl_ms=max(lease_ms, 60_000),
-        # the floor of an idle wait whose ceiling is 2 s: a longer floor would never be waited
+        # at most the idle ceiling: a pass that found work must never wait longer than an idle one
         poll_floor_ms=_bounded_ms("poll_floor", poll_floor, 1, CEILING_MS),
         drain_timeout_ms=drain_timeout_ms,
         # the margin is kept for settling before the deadline; it never eats more than half of it
