@@ -18,13 +18,14 @@ from typing import Any
 from bench import workloads
 from bench.contender import Target, Unsupported, load, opened
 from bench.cost import meter
-from bench.counting import PostgresStatements, RedisCommands, quiesce
+from bench.counting import PostgresStatements, RedisCommands, SqliteCommits, quiesce
 from bench.workloads import Figures, Plan
 
 
 async def idle_cost(contender: Any, counter: Any, warm_s: float, window_s: float) -> Figures:
-    """W5: statements (Postgres) or commands clients sent (Redis) per minute of an idle
-    deployment, after a warm-up; on Redis also every command executed, scripts' own included.
+    """W5: statements (Postgres), commands clients sent (Redis) or commits that wrote the file
+    (SQLite) per minute of an idle deployment, after a warm-up; on Redis also every command
+    executed, scripts' own included.
     Counted on the contender's own database, so idle deployments can be measured side by side."""
     async with contender.idle():
         await asyncio.sleep(warm_s)
@@ -34,6 +35,8 @@ async def idle_cost(contender: Any, counter: Any, warm_s: float, window_s: float
                 "per_minute": sent * 60.0 / window_s,
                 "executed_per_minute": executed * 60.0 / window_s,
             }
+        if isinstance(counter, SqliteCommits):
+            return {"per_minute": await counter.commits_in(window_s) * 60.0 / window_s}
         before = await counter.count()
         await asyncio.sleep(window_s)
         after = await counter.count()
@@ -63,7 +66,10 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         counter = PostgresStatements(spec["admin_url"], spec["database"])
     elif contender.engine == "redis":
         counter = RedisCommands(spec["url"])
-    meter.server = counter.server_seconds if counter is not None else None
+    elif contender.engine == "sqlite":
+        counter = SqliteCommits(spec["url"])
+    # SQLite has no server: its CPU is the bench process's own
+    meter.server = getattr(counter, "server_seconds", None)
     if spec.get("profile"):
         meter.profile_to = Path(spec["profile"])
     runs: dict[str, Any] = {

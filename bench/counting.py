@@ -1,10 +1,12 @@
 """Server-side counters: statements and their time per database (pg_stat_statements), commands,
-memory and CPU (Redis MONITOR and INFO); and the Postgres upkeep W6 waits out after its fill."""
+memory and CPU (Redis MONITOR and INFO), a SQLite file's commits (data_version); and the Postgres upkeep W6 waits out after its fill."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -106,3 +108,35 @@ class RedisCommands:
         starts a server of its own and runs one contender at a time on it."""
         cpu = await self._info("cpu")
         return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
+class SqliteCommits:
+    """W5 on SQLite: the commits that wrote the file, every connection's but the counter's own.
+    SQLite has no server to ask: a connection of the counter's own reads `PRAGMA data_version`
+    every POLL_S on a thread (it moves when another connection commits a change; a read
+    transaction does not move it), and counts the moves. Two commits within one poll count once;
+    an idle deployment's writes are seconds apart."""
+
+    POLL_S = 0.001
+
+    def __init__(self, url: str) -> None:
+        self.path = urlsplit(url).path
+
+    def _count(self, window_s: float) -> int:
+        conn = sqlite3.connect(self.path, timeout=30)
+        commits = 0
+        try:
+            (seen,) = conn.execute("pragma data_version").fetchone()
+            deadline = time.monotonic() + window_s
+            while time.monotonic() < deadline:
+                time.sleep(self.POLL_S)
+                (version,) = conn.execute("pragma data_version").fetchone()
+                commits += version != seen
+                seen = version
+        finally:
+            conn.close()
+        return commits
+
+    async def commits_in(self, window_s: float) -> int:
+        """The commits other connections make to the file in the next `window_s` seconds."""
+        return await asyncio.to_thread(self._count, window_s)

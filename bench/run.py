@@ -174,9 +174,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.workloads = ",".join(QUICK_WORKLOADS)
-        # xjobs-sqlite joins once its adapter is registered (issue 47, item 2)
-        quick = [name for name in QUICK_LIBRARIES if name in ADAPTERS]
-        args.libraries = args.libraries or ",".join(quick)
+        args.libraries = args.libraries or ",".join(QUICK_LIBRARIES)
         args.n, args.slow_n, args.reps = QUICK_N, QUICK_SLOW_N, 1
     if args.out is None:
         args.out = QUICK_OUT if args.quick else RESULTS

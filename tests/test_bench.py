@@ -377,7 +377,8 @@ def test_quick_runs_the_headline_rows_once_on_a_small_n() -> None:
     assert args.workloads == ["W1", "W2", "W3c10", "W4"]
     assert (args.n, args.reps, args.out) == (run.QUICK_N, 1, run.QUICK_OUT)
     assert {"xjobs-memory", "xjobs-pg", "xjobs-redis"} <= set(args.libraries)
-    assert {"pgqueuer", "huey-redis", "huey-sqlite"} <= set(args.libraries)  # the best peers
+    assert {"xjobs-sqlite", "pgqueuer", "huey-redis", "huey-sqlite"} <= set(args.libraries)
+    # the best peers beside xjobs on each backend
     assert set(args.libraries) <= set(contender.ADAPTERS)
     narrowed = run.parse(["--quick", "--libraries", "xjobs-pg", "--out", "/tmp/x"])
     assert (narrowed.libraries, narrowed.out) == (["xjobs-pg"], Path("/tmp/x"))
@@ -418,3 +419,51 @@ def remote_children(pid: int) -> list[int]:
         for task in Path(f"/proc/{pid}/task").iterdir()
         for p in (task / "children").read_text().split()
     ]
+
+
+def test_a_small_run_on_sqlite_measures_xjobs_on_both_connections_and_the_ceiling(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench", "--backends", "sqlite"),
+            *("--libraries", "xjobs-sqlite,xjobs-sqlite-apsw,ceiling-sqlite"),
+            *("--workloads", "W1,W2,W3c10,W3c100,W4,W5,W8,W10", "-n", "200", "--reps", "1"),
+            *("--w8-runs", "20", "--w10-trips", "20", "--idle-seconds", "2"),
+            *("--warm-seconds", "1", "--out", str(tmp_path)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads((tmp_path / "latest.json").read_text())
+    results = data["results"]
+    for name in ("xjobs-sqlite", "xjobs-sqlite-apsw", "ceiling-sqlite"):
+        for workload in ("W1", "W2", "W3c10", "W3c100"):
+            assert results[name][workload]["jobs_per_s"] > 0, (name, workload)
+        assert 0 < results[name]["W4"]["p50_ms"] <= results[name]["W4"]["p99_ms"]
+    for name in ("xjobs-sqlite", "xjobs-sqlite-apsw"):
+        ours = results[name]
+        assert ours["W5"]["per_minute"] >= 0  # the file's commits, counted by data_version
+        assert ours["W8"]["step_writes_per_run"] == 3.0
+        assert 0 < ours["W10"]["p50_ms"] <= ours["W10"]["p99_ms"]
+    assert {"W5", "W8", "W10"}.isdisjoint(results["ceiling-sqlite"])
+    assert "(apsw, SQLite 3." in data["versions"]["xjobs-sqlite-apsw"]
+    assert "| W3 process, c=10 | sqlite | ceiling-sqlite |" in (tmp_path / "latest.md").read_text()
+    assert any(t["target"].startswith("W3c10 sqlite: ≥ 3,000 jobs/s") for t in data["targets"])
+
+
+def test_the_sqlite_targets_are_ahead_of_every_peer_a_w3_floor_and_a_w4_p50() -> None:
+    results: dict[str, Any] = _throughput(
+        {"xjobs-sqlite": 2000.0, "huey-sqlite": 1000.0, "ceiling-sqlite": 5000.0}
+    )
+    results["xjobs-sqlite"]["W4"] = {"p50_ms": 4.0, "p99_ms": 30.0}
+    results["xjobs-sqlite"]["W5"] = {"per_minute": 6.0}
+    verdicts = {t["target"]: t for t in report.targets(results)}
+    assert verdicts["W3c10 sqlite: ahead of the best peer"]["met"]
+    assert verdicts["W3c10 sqlite: ≥ 3,000 jobs/s in one worker process"]["met"] is False
+    assert verdicts["W4 sqlite: p50 < 10 ms across connections"]["met"]
+    assert verdicts["W5 sqlite: ≤ 12/min idle (worker + scheduler)"]["met"]

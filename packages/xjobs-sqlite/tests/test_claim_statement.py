@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from xjobs.contract.driver import ClaimOptions
+from xjobs.contract.driver import Claim, ClaimOptions
 from xjobs.testing.rows import new_job
 from xjobs_sqlite.claim import claim_pass, claim_statement
 from xjobs_sqlite.enqueue import enqueue_rows
 from xjobs_sqlite.install import install
+from xjobs_sqlite.settle import complete_many
 
 NOW = 1_000_000
 
@@ -81,3 +82,15 @@ def test_due_jobs_are_claimed_in_priority_order_past_many_delayed_ones(
     enqueue_rows(conn, [*delayed, *due], NOW)
     claimed = claim_pass(conn, ClaimOptions("w-1", {"a": 10}, lease_ms=5_000), NOW).jobs
     assert [job.id for job in claimed] == [due[2].id, due[1].id, due[0].id]
+
+
+def test_a_batch_of_acks_is_one_statement(conn: sqlite3.Connection) -> None:
+    enqueue_rows(conn, [new_job(queue="a") for _ in range(10)], NOW)
+    claimed = claim_pass(conn, ClaimOptions("w-1", {"a": 10}, lease_ms=5_000), NOW).jobs
+    claims = [Claim(job.id, job.worker_id, job.claims) for job in claimed]
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    landed = complete_many(conn, [*claims, claims[0]], NOW)
+    conn.set_trace_callback(None)
+    assert landed == [True] * 10 + [False]
+    assert len([s for s in statements if "state = 'completed'" in s]) == 1

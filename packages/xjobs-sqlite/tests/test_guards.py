@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,8 @@ def test_the_wal_reset_fix_is_known_from_3_51_3() -> None:
 async def test_the_health_says_whether_the_linked_sqlite_has_the_fix(db_url: str) -> None:
     backend = await open_backend(db_url, clock=ManualClock())
     try:
-        assert backend.health["wal_reset_fixed"] == wal_reset_fixed()
+        assert backend.health["wal_reset_fixed"] == wal_reset_fixed(sqlite3.sqlite_version_info)
+        assert backend.health["sqlite_version"] == sqlite3.sqlite_version
     finally:
         await backend.close()
 
@@ -67,8 +69,43 @@ async def test_another_connection_s_commit_on_an_old_sqlite_logs_the_remedy(
         with caplog.at_level(logging.WARNING, logger="xjobs_sqlite"):
             await writing.jobs.enqueue([new_job()])
             await asyncio.wait_for(woken.wait(), 5)
-        warned = any("3.51.3 or later" in r.getMessage() for r in caplog.records)
-        assert warned is not wal_reset_fixed()
+        warned = [r.getMessage() for r in caplog.records if "3.51.3 or later" in r.getMessage()]
+        assert bool(warned) is not wal_reset_fixed(sqlite3.sqlite_version_info)
+        assert all("xjobs-sqlite[apsw]" in message for message in warned)
+    finally:
+        await writing.close()
+        await listening.close()
+
+
+@pytest.mark.asyncio
+async def test_on_apsw_the_health_names_its_bundled_sqlite_with_the_fix(db_url: str) -> None:
+    backend = await open_backend(db_url + "?driver=apsw", clock=ManualClock())
+    try:
+        assert backend.health["driver"] == "apsw"
+        assert backend.health["wal_reset_fixed"] is True
+        major, minor, patch = (int(p) for p in backend.health["sqlite_version"].split("."))
+        assert (major, minor, patch) >= (3, 51, 3)
+    finally:
+        await backend.close()
+
+
+@pytest.mark.asyncio
+async def test_on_apsw_another_connection_s_commit_logs_no_warning(
+    db_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("xjobs_sqlite.guards._warned", False)
+    listening = await open_backend(db_url + "?driver=apsw", clock=ManualClock())
+    writing = await open_backend(db_url + "?driver=apsw", clock=ManualClock())
+    woken = asyncio.Event()
+    try:
+        assert listening.wake is not None
+        listening.wake.subscribe(lambda _queue: woken.set())
+        await asyncio.wait_for(woken.wait(), 5)
+        woken.clear()
+        with caplog.at_level(logging.WARNING, logger="xjobs_sqlite"):
+            await writing.jobs.enqueue([new_job()])
+            await asyncio.wait_for(woken.wait(), 5)
+        assert not [r for r in caplog.records if "3.51.3" in r.getMessage()]
     finally:
         await writing.close()
         await listening.close()

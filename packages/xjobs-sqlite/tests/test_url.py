@@ -27,6 +27,19 @@ def test_synchronous_is_normal_unless_the_url_asks_for_full(tmp_path: Path) -> N
     assert parse_url(f"sqlite:///{tmp_path}/a.db?synchronous=FULL").synchronous == "full"
 
 
+def test_the_driver_is_sqlite3_unless_the_url_asks_for_apsw(tmp_path: Path) -> None:
+    assert parse_url(f"sqlite:///{tmp_path}/a.db").driver == "sqlite3"
+    assert parse_url(f"sqlite:///{tmp_path}/a.db?driver=apsw").driver == "apsw"
+
+
+def test_driver_apsw_without_apsw_installed_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    with pytest.raises(SqliteUrlInvalidError, match=r"xjobs-sqlite\[apsw\]"):
+        parse_url(f"sqlite:///{tmp_path}/a.db?driver=apsw")
+
+
 @pytest.mark.parametrize(
     "url",
     [
@@ -40,6 +53,7 @@ def test_synchronous_is_normal_unless_the_url_asks_for_full(tmp_path: Path) -> N
         "sqlite:///jobs.db?mode=0700",
         "sqlite:///jobs.db?mode=0400",
         "sqlite:///jobs.db?mode=rw",
+        "sqlite:///jobs.db?driver=aiosqlite",
     ],
 )
 def test_a_url_naming_no_shareable_file_is_refused(url: str) -> None:

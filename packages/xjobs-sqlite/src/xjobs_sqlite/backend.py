@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from typing import Any
 
 from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend, WakeSource
 from xjobs.options import finite_count
 from xjobs_sqlite.backfills import SqliteBackfillLedger
+from xjobs_sqlite.connection import Connection, linked_version
 from xjobs_sqlite.driver import SqliteJobDriver
 from xjobs_sqlite.events import SqliteEventBus
 from xjobs_sqlite.executor import Executor
@@ -30,14 +30,13 @@ from xjobs_sqlite.webhooks import SqliteWebhookLedger
 from xjobs_sqlite.workers import SqliteWorkerRegistry
 
 
-def _settings(conn: sqlite3.Connection) -> dict[str, Any]:
+def _settings(conn: Connection) -> dict[str, Any]:
     """What the writer's connection runs with, for the operator (`Backend.health`)."""
     (journal_mode,) = conn.execute("pragma journal_mode").fetchone()
     (synchronous,) = conn.execute("pragma synchronous").fetchone()
     (busy_timeout,) = conn.execute("pragma busy_timeout").fetchone()
     (wal_limit,) = conn.execute("pragma journal_size_limit").fetchone()
     return {
-        "sqlite_version": sqlite3.sqlite_version,
         "journal_mode": str(journal_mode),
         "synchronous": {1: "normal", 2: "full"}.get(int(synchronous), str(synchronous)),
         "busy_timeout_ms": int(busy_timeout),
@@ -70,7 +69,8 @@ async def open_backend(
     source = WakeSource(
         activate=lambda: wake.start(asyncio.get_running_loop(), executor.writer.nudge)
     )
-    wake = DataVersionWake(source)
+    version = linked_version(target.driver)
+    wake = DataVersionWake(source, version)
     executor = Executor(target, clock, BusyPolicy(busy_timeout_ms, busy_retries), idle=wake)
     await executor.start()
     try:
@@ -82,7 +82,9 @@ async def open_backend(
         await executor.close()
         raise
     health["path"] = target.path
-    health["wal_reset_fixed"] = wal_reset_fixed()
+    health["driver"] = target.driver
+    health["sqlite_version"] = ".".join(map(str, version))
+    health["wal_reset_fixed"] = wal_reset_fixed(version)
 
     async def do_install() -> None:
         now = clock.now_ms()

@@ -3,11 +3,10 @@ and the bulk verbs, whose batch is read oldest first in the transaction that mov
 
 from __future__ import annotations
 
-import sqlite3
-
 from xjobs.contract.driver import FINISHED_STATES, LIVE_STATES, BulkResult, JobMove
 from xjobs.contract.introspection import DAY_MS, HOUR_MS, JobFilter, bucket_of, only_states
 from xjobs_sqlite import moves
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.listing import Row, oldest_first
 from xjobs_sqlite.rows import job_record
 from xjobs_sqlite.sql import sql
@@ -17,12 +16,12 @@ def _moved(rows: list[Row], limit: int) -> BulkResult:
     return BulkResult(moved=min(len(rows), limit), remaining=max(len(rows) - limit, 0))
 
 
-def _state(conn: sqlite3.Connection, job_id: str) -> str | None:
+def _state(conn: Connection, job_id: str) -> str | None:
     row = conn.execute(sql("get_job"), {"id": job_id}).fetchone()
     return None if row is None else str(row[4])
 
 
-def promote(conn: sqlite3.Connection, job_id: str, now: int) -> JobMove:
+def promote(conn: Connection, job_id: str, now: int) -> JobMove:
     """A `ready` job due now; `live`, `finished` or `missing` otherwise."""
     row = conn.execute(sql("promote"), {"id": job_id, "now": now}).fetchone()
     if row is not None:
@@ -33,7 +32,7 @@ def promote(conn: sqlite3.Connection, job_id: str, now: int) -> JobMove:
     return JobMove("finished" if state in FINISHED_STATES else "live", state=state)
 
 
-def remove(conn: sqlite3.Connection, job_id: str) -> JobMove:
+def remove(conn: Connection, job_id: str) -> JobMove:
     """Delete a finished job with its steps and errors; `live` or `missing` otherwise."""
     row = conn.execute(sql("remove"), {"id": job_id}).fetchone()
     if row is None:
@@ -47,7 +46,7 @@ def remove(conn: sqlite3.Connection, job_id: str) -> JobMove:
 
 
 def cancel_many(
-    conn: sqlite3.Connection, where: JobFilter, limit: int, reason: str | None, now: int
+    conn: Connection, where: JobFilter, limit: int, reason: str | None, now: int
 ) -> tuple[BulkResult, list[str]]:
     """Cancel the oldest `limit` matching live jobs; the result, and the ids cancelled."""
     rows = oldest_first(conn, where, only_states(where, sorted(LIVE_STATES)), limit)
@@ -58,7 +57,7 @@ def cancel_many(
 
 
 def promote_many(
-    conn: sqlite3.Connection, where: JobFilter, limit: int, now: int
+    conn: Connection, where: JobFilter, limit: int, now: int
 ) -> tuple[BulkResult, set[str]]:
     """Make the oldest `limit` matching ready jobs due later due now; the result and their queues."""
     if where.states and "ready" not in where.states:
@@ -72,7 +71,7 @@ def promote_many(
     return _moved(rows, limit), queues
 
 
-def remove_many(conn: sqlite3.Connection, where: JobFilter, limit: int) -> BulkResult:
+def remove_many(conn: Connection, where: JobFilter, limit: int) -> BulkResult:
     """Delete the oldest `limit` matching finished jobs with their steps and errors."""
     rows = oldest_first(conn, where, only_states(where, sorted(FINISHED_STATES)), limit)
     for row in rows[:limit]:
@@ -80,7 +79,7 @@ def remove_many(conn: sqlite3.Connection, where: JobFilter, limit: int) -> BulkR
     return _moved(rows, limit)
 
 
-def retry_many(conn: sqlite3.Connection, where: JobFilter, limit: int, now: int) -> BulkResult:
+def retry_many(conn: Connection, where: JobFilter, limit: int, now: int) -> BulkResult:
     """Requeue the oldest `limit` matching finished jobs; one whose namespace a live row holds, or
     an earlier candidate took, is skipped and not counted as remaining."""
     rows = oldest_first(conn, where, only_states(where, sorted(FINISHED_STATES)), limit)
@@ -102,7 +101,7 @@ def retry_many(conn: sqlite3.Connection, where: JobFilter, limit: int, now: int)
     return BulkResult(moved=len(picked[:limit]), remaining=max(len(picked) - limit, 0))
 
 
-def rollup(conn: sqlite3.Connection, now: int) -> int:
+def rollup(conn: Connection, now: int) -> int:
     """Fold every closed, unfolded minute bucket into its hour and day, once; how many it folded."""
     buckets = [
         int(r[0]) for r in conn.execute(sql("unfolded_minutes"), {"current": bucket_of(now)})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from functools import cache
 
 from xjobs.contract.driver import (
@@ -14,6 +13,7 @@ from xjobs.contract.driver import (
     ClaimResult,
 )
 from xjobs_sqlite import ledger
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.rows import buried_job, claimed_job
 from xjobs_sqlite.sql import sql
 
@@ -32,7 +32,7 @@ def claim_statement(queues: int) -> str:
     return f"{sql('claim_head')}\n{' union all '.join(blocks)}\n{sql('claim_tail')}"
 
 
-def _buried(conn: sqlite3.Connection, options: ClaimOptions, now: int) -> list[BuriedJob]:
+def _buried(conn: Connection, options: ClaimOptions, now: int) -> list[BuriedJob]:
     """Settle each exhausted lapsed lease of the asked queues, with its error and its counter."""
     params = {
         "now": now,
@@ -55,7 +55,7 @@ def _buried(conn: sqlite3.Connection, options: ClaimOptions, now: int) -> list[B
     return [buried_job(row) for row in rows]
 
 
-def _claimed(conn: sqlite3.Connection, options: ClaimOptions, now: int) -> list[ClaimedJob]:
+def _claimed(conn: Connection, options: ClaimOptions, now: int) -> list[ClaimedJob]:
     asked = [(queue, limit) for queue, limit in options.queues.items() if limit > 0]
     total = sum(limit for _, limit in asked) if options.limit is None else options.limit
     if not asked or total <= 0:
@@ -76,7 +76,7 @@ def _claimed(conn: sqlite3.Connection, options: ClaimOptions, now: int) -> list[
     return jobs
 
 
-def claim_pass(conn: sqlite3.Connection, options: ClaimOptions, now: int) -> ClaimResult:
+def claim_pass(conn: Connection, options: ClaimOptions, now: int) -> ClaimResult:
     """One pass in the caller's transaction: the presence, the burials, then the claim itself."""
     if options.presence_ttl_ms is not None:
         conn.execute(

@@ -6,12 +6,12 @@ is inserted at most once, and a live namespace seen empty stays empty until the 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xjobs.contract.driver import EnqueueResult, NewJob
 from xjobs.errors import BackendError
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.sql import sql
 
 
@@ -23,7 +23,7 @@ class Enqueued:
     due_queues: frozenset[str]
 
 
-def enqueue_rows(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: int) -> Enqueued:
+def enqueue_rows(conn: Connection, jobs: Sequence[NewJob], now: int) -> Enqueued:
     """Place each row in order (inside the caller's transaction)."""
     results: list[EnqueueResult] = []
     due: set[str] = set()
@@ -43,7 +43,7 @@ def _held(row: tuple[str, str] | None) -> EnqueueResult | None:
     return None if row is None else EnqueueResult(str(row[0]), str(row[1]), deduped=True)
 
 
-def _flow_holder(conn: sqlite3.Connection, job: NewJob, now: int) -> EnqueueResult | None:
+def _flow_holder(conn: Connection, job: NewJob, now: int) -> EnqueueResult | None:
     """The job a throttled or debounced row folds into (a debounce moves it), or `None`."""
     if job.throttle_ms is not None:
         params = {**_namespace(job), "now": now}
@@ -61,7 +61,7 @@ def _flow_holder(conn: sqlite3.Connection, job: NewJob, now: int) -> EnqueueResu
     return None
 
 
-def _place(conn: sqlite3.Connection, job: NewJob, now: int) -> tuple[EnqueueResult, int]:
+def _place(conn: Connection, job: NewJob, now: int) -> tuple[EnqueueResult, int]:
     """Answer a row: the job its id names, the flow's holder, a new row, or the namespace's live job."""
     by_id = _held(conn.execute(sql("job_by_id"), {"id": job.id}).fetchone())
     if by_id is not None:

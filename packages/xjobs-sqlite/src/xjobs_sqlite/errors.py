@@ -17,8 +17,8 @@ class SqliteUrlInvalidError(XJobsError):
 
     To do: Use `sqlite:///relative/path.db` or `sqlite:////absolute/path.db` in an existing
     directory (`memory://` for an in-memory store), with only the options `synchronous=normal`
-    or `full` and `mode=` octal permissions that keep the owner's read and write (0600, 0640,
-    0660).
+    or `full`, `mode=` octal permissions that keep the owner's read and write (0600, 0640,
+    0660), and `driver=sqlite3` or `apsw` (which needs `pip install 'xjobs-sqlite[apsw]'`).
     """
 
     code = "XJOBS_SQLITE_URL_INVALID"

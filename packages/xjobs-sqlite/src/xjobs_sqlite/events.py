@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
 
 from xjobs.contract.backend import WakeSource
@@ -11,12 +10,13 @@ from xjobs.contract.stores import EventRecord, EventWait
 from xjobs.event_match import decode_object, matches
 from xjobs.ids import new_id
 from xjobs_sqlite import settle
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.sql import sql
 
 
 def find_event(
-    conn: sqlite3.Connection, name: str, match: str, since_ms: int, tenant: str | None
+    conn: Connection, name: str, match: str, since_ms: int, tenant: str | None
 ) -> EventRecord | None:
     """The earliest event of `name` in `tenant` since `since_ms` whose payload `match` matches."""
     wanted = decode_object(match)
@@ -27,7 +27,7 @@ def find_event(
     return None
 
 
-def _send(conn: sqlite3.Connection, record: EventRecord) -> set[str]:
+def _send(conn: Connection, record: EventRecord) -> set[str]:
     """Store the event and wake each matching wait of its tenant; the queues woken."""
     conn.execute(
         sql("event_insert"),
@@ -54,7 +54,7 @@ def _send(conn: sqlite3.Connection, record: EventRecord) -> set[str]:
     return woken
 
 
-def _park(conn: sqlite3.Connection, claim: Claim, wait: EventWait, nack: Nack, now: int) -> bool:
+def _park(conn: Connection, claim: Claim, wait: EventWait, nack: Nack, now: int) -> bool:
     """Look for a match already sent, park the job (fenced), and only then register the wait."""
     if find_event(conn, wait.event, wait.match, wait.since_ms, wait.tenant) is not None:
         nack = replace(nack, run_at_ms=now)
@@ -115,7 +115,7 @@ class SqliteEventBus:
         return await self._x.write(lambda conn: purge_events(conn, older_than_ms, None))
 
 
-def purge_events(conn: sqlite3.Connection, older_than_ms: int, limit: int | None) -> int:
+def purge_events(conn: Connection, older_than_ms: int, limit: int | None) -> int:
     """Delete up to `limit` (`None`: all) old events and lapsed waits; how many went."""
     params = {"before": older_than_ms, "limit": -1 if limit is None else limit}
     gone = conn.execute(sql("purge_events"), params).rowcount

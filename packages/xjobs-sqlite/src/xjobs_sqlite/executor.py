@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from typing import Final, TypeVar
 
 from xjobs.clock import Clock
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.thread import BusyPolicy, ConnectionThread, IdlePoll
 from xjobs_sqlite.url import SqliteTarget
 
@@ -52,12 +52,14 @@ class Executor:
             pragmas=writer_pragmas(target, busy),
             busy=busy,
             idle=idle,
+            driver=target.driver,
         )
         self.reader = ConnectionThread(
             target.path,
             name=f"xjobs-sqlite-reader:{target.path}",
             pragmas=reader_pragmas(busy),
             busy=busy,
+            driver=target.driver,
         )
 
     async def start(self) -> None:
@@ -73,11 +75,11 @@ class Executor:
         """The driver's now: the injected clock's epoch ms (SQLite has no server clock to share)."""
         return self.clock.now_ms()
 
-    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def write(self, work: Callable[[Connection], T]) -> T:
         """`work(conn)` in one `BEGIN IMMEDIATE` transaction on this process's writer."""
         return await self.writer.call(work, write=True)
 
-    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def read(self, work: Callable[[Connection], T]) -> T:
         """`work(conn)` in one read snapshot on the reader."""
         return await self.reader.call(work, write=False)
 

@@ -4,15 +4,14 @@ that has the WAL-reset fix, created readable by its owner only.
 WAL keeps its index in shared memory beside the file, which only processes of one host can share:
 on a network filesystem (NFS, SMB, sshfs, ...) two hosts would each believe they hold the write
 lock, and the file corrupts. SQLite before 3.51.3 can corrupt a WAL database when it resets the
-WAL while another process writes; the remedy is a Python linked against a current SQLite (an
-`xjobs-sqlite[apsw]` extra bundling one is planned, not shipped yet).
+WAL while another process writes; the remedy is `xjobs-sqlite[apsw]` with `?driver=apsw` (apsw
+bundles a current SQLite), or a Python whose `sqlite3` links 3.51.3 or later.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 from pathlib import Path
 from typing import Final
 
@@ -87,22 +86,23 @@ def create_private(path: str, mode: int) -> None:
         os.close(fd)
 
 
-def wal_reset_fixed(version: tuple[int, int, int] = sqlite3.sqlite_version_info) -> bool:
+def wal_reset_fixed(version: tuple[int, int, int]) -> bool:
     """Whether the linked SQLite has the WAL-reset fix (3.51.3)."""
     return version >= WAL_RESET_FIXED
 
 
-def warn_old_sqlite() -> None:
-    """Log once per process that the linked SQLite predates the WAL-reset fix, naming the remedy
-    (called when another connection's commit shows that more than one process writes)."""
+def warn_old_sqlite(version: tuple[int, int, int]) -> None:
+    """Log once per process that the SQLite the driver runs (`version`) predates the WAL-reset fix,
+    naming the remedy (called when another connection's commit shows that more than one process
+    writes)."""
     global _warned
-    if _warned or wal_reset_fixed():
+    if _warned or wal_reset_fixed(version):
         return
     _warned = True
     log.warning(
         "the linked SQLite %s predates 3.51.3, whose fix of a WAL reset race matters when more "
-        "than one process writes the file; run on a Python whose sqlite3 links SQLite 3.51.3 or "
-        "later (python -c 'import sqlite3; print(sqlite3.sqlite_version)'), or keep one process "
-        "writing the file",
-        sqlite3.sqlite_version,
+        "than one process writes the file; install xjobs-sqlite[apsw] and add ?driver=apsw to "
+        "the sqlite:// URL of every process (apsw bundles a current SQLite), or run on a Python "
+        "whose sqlite3 links SQLite 3.51.3 or later, or keep one process writing the file",
+        ".".join(map(str, version)),
     )

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Final
 
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.sql import split_statements, sql
 
 SCHEMA_VERSION: Final = 9
 
 
-def installed_version(conn: sqlite3.Connection) -> int | None:
+def installed_version(conn: Connection) -> int | None:
     """The schema version the file holds, or `None` for a file without one."""
     exists = conn.execute(
         "select 1 from sqlite_master where type = 'table' and name = 'schema_version'"
@@ -21,7 +21,7 @@ def installed_version(conn: sqlite3.Connection) -> int | None:
     return None if row is None else int(row[0])
 
 
-def install(conn: sqlite3.Connection, now_ms: int) -> None:
+def install(conn: Connection, now_ms: int) -> None:
     """Create what is missing (idempotent DDL) and record `SCHEMA_VERSION`, unless already current."""
     version = installed_version(conn)
     if version is not None and version >= SCHEMA_VERSION:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from xjobs.contract.introspection import COUNTED_OUTCOMES
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.sql import sql
 
 
 def keep_error(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     job_id: str,
     claims: int,
@@ -33,7 +32,7 @@ def keep_error(
     conn.execute(sql("drop_old_errors"), {"job_id": job_id})
 
 
-def count(conn: sqlite3.Connection, name: str, outcome: str, now: int, n: int = 1) -> None:
+def count(conn: Connection, name: str, outcome: str, now: int, n: int = 1) -> None:
     """Bump the minute counter of an ending; an outcome that is not counted adds nothing."""
     if outcome in COUNTED_OUTCOMES and n > 0:
         conn.execute(sql("count_minute"), {"now": now, "name": name, "outcome": outcome, "n": n})

@@ -8,23 +8,23 @@ one read snapshot: the cost of a page does not grow with the table.
 from __future__ import annotations
 
 import heapq
-import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
 from xjobs.contract.driver import JOB_STATES
 from xjobs.contract.introspection import COUNT_CAP, JobFilter, JobPosition, JobSummary, QueueCounts
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.sql import sql
 
 Row = tuple[Any, ...]
 
 
-def known_queues(conn: sqlite3.Connection) -> list[str]:
+def known_queues(conn: Connection) -> list[str]:
     """Every queue with a job or a pause, by name."""
     return [str(row[0]) for row in conn.execute(sql("known_queues"))]
 
 
-def _queues(conn: sqlite3.Connection, where: JobFilter) -> list[str]:
+def _queues(conn: Connection, where: JobFilter) -> list[str]:
     return known_queues(conn) if where.queue is None else [where.queue]
 
 
@@ -38,7 +38,7 @@ def _filter(where: JobFilter) -> dict[str, object]:
 
 
 def list_page(
-    conn: sqlite3.Connection, where: JobFilter, limit: int, after: JobPosition | None
+    conn: Connection, where: JobFilter, limit: int, after: JobPosition | None
 ) -> list[JobSummary]:
     """Up to `limit` jobs matching `where`, newest first, strictly older than `after`."""
     params: dict[str, object] = {
@@ -57,7 +57,7 @@ def list_page(
 
 
 def oldest_first(
-    conn: sqlite3.Connection,
+    conn: Connection,
     where: JobFilter,
     states: Iterable[str],
     limit: int,
@@ -75,11 +75,11 @@ def oldest_first(
     return [row for _, row in zip(range(limit + COUNT_CAP), merged, strict=False)]
 
 
-def _count(conn: sqlite3.Connection, statement: str, params: dict[str, object]) -> int:
+def _count(conn: Connection, statement: str, params: dict[str, object]) -> int:
     return int(conn.execute(sql(statement), {**params, "cap": COUNT_CAP}).fetchone()[0])
 
 
-def queue_counts(conn: sqlite3.Connection, now_ms: int) -> list[QueueCounts]:
+def queue_counts(conn: Connection, now_ms: int) -> list[QueueCounts]:
     """Every known queue's bounded counts as of `now_ms`, by name."""
     paused = {
         str(row[1]) for row in conn.execute(sql("pause_rows")).fetchall() if row[0] == "queue"

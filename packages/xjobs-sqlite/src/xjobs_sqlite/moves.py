@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from xjobs.contract.driver import JobMove
 from xjobs_sqlite import ledger
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.rows import job_record
 from xjobs_sqlite.sql import sql
 
@@ -15,12 +14,12 @@ def cancel_error(reason: str | None) -> str:
     return f"cancelled: {reason}" if reason else "cancelled"
 
 
-def _state(conn: sqlite3.Connection, job_id: str) -> str | None:
+def _state(conn: Connection, job_id: str) -> str | None:
     row = conn.execute(sql("get_job"), {"id": job_id}).fetchone()
     return None if row is None else str(row[4])
 
 
-def cancel(conn: sqlite3.Connection, job_id: str, reason: str | None, now: int) -> JobMove:
+def cancel(conn: Connection, job_id: str, reason: str | None, now: int) -> JobMove:
     """Cancel a live job (counted `cancelled`); `finished` or `missing` otherwise, writing nothing."""
     params = {"id": job_id, "now": now, "error": cancel_error(reason)}
     row = conn.execute(sql("cancel"), params).fetchone()
@@ -32,7 +31,7 @@ def cancel(conn: sqlite3.Connection, job_id: str, reason: str | None, now: int) 
     return JobMove("missing") if state is None else JobMove("finished", state=state)
 
 
-def requeue(conn: sqlite3.Connection, job_id: str, now: int) -> JobMove:
+def requeue(conn: Connection, job_id: str, now: int) -> JobMove:
     """A finished job back to ready in one update; `missing`, `live` or `duplicate` otherwise."""
     row = conn.execute(sql("requeue"), {"id": job_id, "now": now}).fetchone()
     if row is not None:

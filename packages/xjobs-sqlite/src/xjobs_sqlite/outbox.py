@@ -13,6 +13,7 @@ from xjobs.contract.backend import WakeSource
 from xjobs.contract.driver import EnqueueResult, NewJob
 from xjobs.contract.stores import OUTBOX_WAKE
 from xjobs.errors import OutboxConnectionInvalidError
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.errors import interpret_error
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.sql import sql
@@ -40,7 +41,7 @@ def _stage_params(row: NewJob, now: int) -> dict[str, object]:
     }
 
 
-def _stage(conn: sqlite3.Connection, rows: Sequence[NewJob], now: int) -> list[EnqueueResult]:
+def _stage(conn: Connection, rows: Sequence[NewJob], now: int) -> list[EnqueueResult]:
     conn.executemany(sql("outbox_stage"), [_stage_params(row, now) for row in rows])
     return [EnqueueResult(job_id=row.id, run_id=row.run_id, deduped=False) for row in rows]
 
@@ -126,7 +127,7 @@ class SqliteOutboxStore:
         now = self._x.now()
         params = {"relay_id": relay_id, "ids": json.dumps(list(dict.fromkeys(ids))), "now": now}
 
-        def mark(conn: sqlite3.Connection) -> int:
+        def mark(conn: Connection) -> int:
             marked = conn.execute(sql("outbox_mark"), params).rowcount
             purge = {"before": now - OUTBOX_RETENTION_MS, "limit": OUTBOX_PURGE_LIMIT}
             conn.execute(sql("outbox_purge"), purge)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 from collections.abc import Iterable, Sequence
 
 from xjobs.contract.rates import RateBucket, RateVerdict, reserve_ceiling_ms
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.sql import sql
 
@@ -19,7 +19,7 @@ from xjobs_sqlite.sql import sql
 class _Buckets:
     """The TATs and lines of some keys at one instant, as read; `save` writes back the moved ones."""
 
-    def __init__(self, conn: sqlite3.Connection, keys: Iterable[str], now: float) -> None:
+    def __init__(self, conn: Connection, keys: Iterable[str], now: float) -> None:
         self.now = now
         wanted = sorted(set(keys))
         rows = conn.execute(sql("rate_rows"), {"keys": json.dumps(wanted)}).fetchall()
@@ -55,7 +55,7 @@ class _Buckets:
             self.set(b.key, line=max(self.line(b.key), due + b.interval_ms))
         return RateVerdict(False, max(math.ceil(due - now), 1))
 
-    def save(self, conn: sqlite3.Connection) -> None:
+    def save(self, conn: Connection) -> None:
         for key in sorted(self._moved):
             tat, line = self._tat.get(key, self.now), self._line.get(key, 0.0)
             if tat <= self.now and line <= self.now:
@@ -65,7 +65,7 @@ class _Buckets:
 
 
 def _acquire_many(
-    conn: sqlite3.Connection, grants: Sequence[Sequence[RateBucket]], now: float
+    conn: Connection, grants: Sequence[Sequence[RateBucket]], now: float
 ) -> list[RateVerdict]:
     state = _Buckets(conn, (b.key for grant in grants for b in grant), now)
     verdicts = [state.grant(grant) for grant in grants]
@@ -74,7 +74,7 @@ def _acquire_many(
 
 
 def _reserve(
-    conn: sqlite3.Connection, buckets: Sequence[RateBucket], count: int, hold_ms: int, now: float
+    conn: Connection, buckets: Sequence[RateBucket], count: int, hold_ms: int, now: float
 ) -> bool:
     state = _Buckets(conn, (b.key for b in buckets), now)
     start = now + hold_ms
@@ -87,7 +87,7 @@ def _reserve(
     return True
 
 
-def _abandon(conn: sqlite3.Connection, buckets: Sequence[RateBucket], now: float) -> None:
+def _abandon(conn: Connection, buckets: Sequence[RateBucket], now: float) -> None:
     state = _Buckets(conn, (b.key for b in buckets), now)
     for b in buckets:
         state.set(b.key, tat=max(state.tat(b.key) - b.interval_ms, now))
@@ -126,7 +126,7 @@ class SqliteRateStore:
         """How many permits of `key` are spent now."""
         now = float(self._x.now())
 
-        def read(conn: sqlite3.Connection) -> float:
+        def read(conn: Connection) -> float:
             return (_Buckets(conn, [key], now).tat(key) - now) / interval_ms
 
         return await self._x.read(read)

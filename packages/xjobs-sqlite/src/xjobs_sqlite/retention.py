@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import heapq
 import json
-import sqlite3
 
 from xjobs.contract.retention import COUNTER_TIERS, RETAINED_STATES, Keep, PurgeCut, PurgeStore
 from xjobs_sqlite.bulk import remove
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.events import purge_events
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.sql import sql
@@ -16,7 +16,7 @@ from xjobs_sqlite.sql import sql
 ALL = -1  # a LIMIT of -1 is no limit
 
 
-def _finished(conn: sqlite3.Connection, cut: PurgeCut, limit: int) -> list[str]:
+def _finished(conn: Connection, cut: PurgeCut, limit: int) -> list[str]:
     """The ids of the oldest `limit` jobs finished before their cut (`ALL`: every one)."""
     own = json.dumps(sorted(cut.job_names))
     walks = [
@@ -39,7 +39,7 @@ def _finished(conn: sqlite3.Connection, cut: PurgeCut, limit: int) -> list[str]:
     return ids if limit == ALL else ids[:limit]
 
 
-def _purge(conn: sqlite3.Connection, store: PurgeStore, cut: PurgeCut, limit: int) -> int:
+def _purge(conn: Connection, store: PurgeStore, cut: PurgeCut, limit: int) -> int:
     if store == "jobs":
         return sum(remove(conn, job_id).status == "done" for job_id in _finished(conn, cut, limit))
     if store == "events":
@@ -61,7 +61,7 @@ def _purge(conn: sqlite3.Connection, store: PurgeStore, cut: PurgeCut, limit: in
     return conn.execute(sql("outbox_purge"), params).rowcount
 
 
-def _expired(conn: sqlite3.Connection, store: PurgeStore, cut: PurgeCut) -> int:
+def _expired(conn: Connection, store: PurgeStore, cut: PurgeCut) -> int:
     if store == "jobs":
         return len(_finished(conn, cut, ALL))
     if store == "events":

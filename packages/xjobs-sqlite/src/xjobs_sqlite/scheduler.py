@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Final
 
 from xjobs.contract.backend import WakeSource
 from xjobs.contract.driver import NewJob
 from xjobs.contract.stores import TaskFire
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.enqueue import enqueue_rows
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.sql import sql
@@ -16,7 +16,7 @@ from xjobs_sqlite.sql import sql
 LEADER_NAME: Final = "scheduler"
 
 
-def _move(conn: sqlite3.Connection, task: str, previous_ms: int | None, watermark_ms: int) -> bool:
+def _move(conn: Connection, task: str, previous_ms: int | None, watermark_ms: int) -> bool:
     """The watermark's compare-and-set from `previous_ms` (`None`: the task has no row yet)."""
     if previous_ms is None:
         params: dict[str, object] = {"task": task, "watermark_ms": watermark_ms}
@@ -26,7 +26,7 @@ def _move(conn: sqlite3.Connection, task: str, previous_ms: int | None, watermar
 
 
 def _fire(
-    conn: sqlite3.Connection,
+    conn: Connection,
     task: str,
     previous_ms: int | None,
     occurrence_ms: int,
@@ -57,7 +57,7 @@ class SqliteSchedulerState:
     async def watermarks(self, tasks: Sequence[str]) -> dict[str, int]:
         """The watermark of each named task that has one."""
 
-        def read(conn: sqlite3.Connection) -> dict[str, int]:
+        def read(conn: Connection) -> dict[str, int]:
             found = {}
             for task in tasks:
                 row = conn.execute(sql("watermark_of"), {"task": task}).fetchone()

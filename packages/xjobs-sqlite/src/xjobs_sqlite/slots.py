@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from xjobs.contract.stores import SlotHolder
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.sql import sql
 
 
 def _acquire(
-    conn: sqlite3.Connection, key: str, holder: SlotHolder, limit: int, ttl_ms: int, now: int
+    conn: Connection, key: str, holder: SlotHolder, limit: int, ttl_ms: int, now: int
 ) -> bool:
     """Under the write lock: sweep the key's lapsed slots, count the others, take one if free."""
     conn.execute(sql("slot_sweep"), {"key": key, "now": now})

@@ -1,6 +1,6 @@
-"""One sqlite3 connection on its own daemon thread: calls run in order, answered on the caller's loop.
+"""One SQLite connection on its own daemon thread: calls run in order, answered on the caller's loop.
 
-The standard library's sqlite3 blocks; a daemon thread per connection keeps the event loop free
+The standard library's sqlite3 (and apsw) blocks; a daemon thread per connection keeps the event loop free
 and never holds up the process's exit (aiosqlite's worker thread is not a daemon since 0.22, and
 an unclosed connection hangs exit). A call that may write runs in `BEGIN IMMEDIATE`: the write
 lock is taken (or waited for, up to the busy timeout) before the first read, so a transaction
@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
 from xjobs.errors import BackendClosedError, BackendUnavailableError
+from xjobs_sqlite.connection import Connection, Driver, connect
 from xjobs_sqlite.errors import interpret_error, is_busy
 
 T = TypeVar("T")
-Work = Callable[[sqlite3.Connection], T]
+Work = Callable[[Connection], T]
 
 BUSY_TIMEOUT_MS: Final = 30_000
 # After the busy timeout ran out: up to this many more tries, the waits between them doubling.
@@ -43,7 +44,7 @@ class IdlePoll(Protocol):
 
     interval_s: float
 
-    def poll(self, conn: sqlite3.Connection) -> None:
+    def poll(self, conn: Connection) -> None:
         """One poll, on the thread's connection outside any transaction."""
         ...
 
@@ -59,7 +60,7 @@ class BusyPolicy:
 
 @dataclass(slots=True)
 class _Call:
-    work: Callable[[sqlite3.Connection], Any]
+    work: Callable[[Connection], Any]
     write: bool
     loop: asyncio.AbstractEventLoop | None
     future: asyncio.Future[Any] | None
@@ -88,8 +89,10 @@ class ConnectionThread:
         pragmas: Sequence[str],
         busy: BusyPolicy,
         idle: IdlePoll | None = None,
+        driver: Driver = "sqlite3",
     ) -> None:
         self._path = path
+        self._driver: Driver = driver
         self._pragmas = tuple(pragmas)
         self._busy = busy
         self._idle = idle
@@ -133,10 +136,8 @@ class ConnectionThread:
 
     # -- the thread ----------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            self._path, isolation_level=None, timeout=self._busy.timeout_ms / 1000
-        )
+    def _connect(self) -> Connection:
+        conn = connect(self._path, self._driver, self._busy.timeout_ms / 1000)
         for pragma in self._pragmas:
             self._retried(_statement(pragma), conn, mode=None)
         return conn
@@ -162,7 +163,7 @@ class ConnectionThread:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
                 exited.get_loop().call_soon_threadsafe(_answer, exited, None, None)
 
-    def _serve(self, conn: sqlite3.Connection) -> None:
+    def _serve(self, conn: Connection) -> None:
         idle = self._idle
         next_poll = 0.0
         while True:
@@ -180,7 +181,7 @@ class ConnectionThread:
                 with contextlib.suppress(sqlite3.Error):  # a failed poll is the next one's: a hint
                     idle.poll(conn)
 
-    def _answered(self, call: _Call, conn: sqlite3.Connection) -> None:
+    def _answered(self, call: _Call, conn: Connection) -> None:
         future, loop = call.future, call.loop
         if future is None or loop is None or future.cancelled():
             return
@@ -197,7 +198,7 @@ class ConnectionThread:
         with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits
             loop.call_soon_threadsafe(_answer, future, result, error)
 
-    def _retried(self, work: Work[T], conn: sqlite3.Connection, *, mode: str | None) -> T:
+    def _retried(self, work: Work[T], conn: Connection, *, mode: str | None) -> T:
         """Run `work` in a transaction opened by `mode` (none: outside one), retrying a lock."""
         busy = self._busy
         attempt = 0
@@ -220,7 +221,7 @@ def _statement(text: str) -> Work[list[Any]]:
     return lambda conn: conn.execute(text).fetchall()
 
 
-def _transaction(work: Work[T], conn: sqlite3.Connection, mode: str | None) -> T:
+def _transaction(work: Work[T], conn: Connection, mode: str | None) -> T:
     if mode is None:
         return work(conn)
     conn.execute(mode)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from xjobs_sqlite.connection import Driver
 from xjobs_sqlite.errors import SqliteUrlInvalidError
 
 Synchronous = Literal["normal", "full"]
 SYNCHRONOUS: Final[tuple[Synchronous, ...]] = ("normal", "full")
-OPTIONS: Final = ("synchronous", "mode")
+DRIVERS: Final[tuple[Driver, ...]] = ("sqlite3", "apsw")
+OPTIONS: Final = ("synchronous", "mode", "driver")
 # A new database file is created readable and writable by its owner only (its WAL and shared
 # memory files take the same mode): payloads and results are not for other local users.
 DEFAULT_MODE: Final = 0o600
@@ -25,6 +28,7 @@ class SqliteTarget:
     path: str
     synchronous: Synchronous = "normal"
     mode: int = DEFAULT_MODE
+    driver: Driver = "sqlite3"
 
 
 def parse_url(url: str) -> SqliteTarget:
@@ -36,7 +40,9 @@ def parse_url(url: str) -> SqliteTarget:
     wait for the disk; the default `normal` is durable across a process crash, and may lose the
     last commits (never corrupt the file) on a power loss. `?mode=0640` (octal) is the mode a NEW
     file is created with (default 0600, owner only); the owner keeps read and write, no one is
-    given execute, and an existing file's mode is never changed.
+    given execute, and an existing file's mode is never changed. `?driver=apsw` runs the driver's
+    connections on apsw (`pip install 'xjobs-sqlite[apsw]'`), which bundles a current SQLite;
+    the standard library's `sqlite3` (`driver=sqlite3`) is the default.
     """
     parts = urlsplit(url)
     if parts.scheme.lower() != "sqlite":
@@ -65,6 +71,7 @@ def parse_url(url: str) -> SqliteTarget:
             f"{url!r}: synchronous={synchronous!r} is not one of {', '.join(SYNCHRONOUS)}"
         )
     mode = _mode(url, options.get("mode"))
+    driver = _driver(url, options.get("driver", "sqlite3").lower())
     absolute = os.path.abspath(path)
     directory = os.path.dirname(absolute)
     if not os.path.isdir(directory):
@@ -72,8 +79,25 @@ def parse_url(url: str) -> SqliteTarget:
             f"{url!r}: the directory {directory!r} does not exist; create it first"
         )
     return SqliteTarget(
-        path=absolute, synchronous="full" if synchronous == "full" else "normal", mode=mode
+        path=absolute,
+        synchronous="full" if synchronous == "full" else "normal",
+        mode=mode,
+        driver=driver,
     )
+
+
+def _driver(url: str, name: str) -> Driver:
+    """The `?driver=` asked: `sqlite3` (the default) or `apsw`, which must be installed."""
+    if name == "sqlite3":
+        return "sqlite3"
+    if name != "apsw":
+        raise SqliteUrlInvalidError(f"{url!r}: driver={name!r} is not one of {', '.join(DRIVERS)}")
+    if importlib.util.find_spec("apsw") is None:
+        raise SqliteUrlInvalidError(
+            f"{url!r} asks for driver=apsw, which is not installed: "
+            "pip install 'xjobs-sqlite[apsw]' (or drop ?driver=apsw for the standard library's sqlite3)"
+        )
+    return "apsw"
 
 
 def _mode(url: str, text: str | None) -> int:

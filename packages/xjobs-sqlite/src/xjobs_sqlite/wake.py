@@ -10,11 +10,11 @@ it; the driver wakes its own process's listeners itself. The claim poll stays th
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Callable
 from typing import Final
 
 from xjobs.contract.backend import WakeSource
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.guards import warn_old_sqlite
 
 WAKE_POLL_MS: Final = 10
@@ -25,8 +25,9 @@ class DataVersionWake:
 
     interval_s: float = WAKE_POLL_MS / 1000
 
-    def __init__(self, source: WakeSource) -> None:
+    def __init__(self, source: WakeSource, version: tuple[int, int, int]) -> None:
         self._source = source
+        self._version = version  # the SQLite the driver runs: whether the WAL-reset race applies
         self._loop: asyncio.AbstractEventLoop | None = None
         self._seen: int | None = None
 
@@ -41,7 +42,7 @@ class DataVersionWake:
         self._source.set_live(True)
         nudge()
 
-    def poll(self, conn: sqlite3.Connection) -> None:
+    def poll(self, conn: Connection) -> None:
         """Read `data_version`; wake every queue when another connection committed since (and at
         the first reading)."""
         (version,) = conn.execute("pragma data_version").fetchone()
@@ -50,7 +51,9 @@ class DataVersionWake:
         if seen == version or loop is None:
             return
         if seen is not None:
-            warn_old_sqlite()  # another connection writes the file: the WAL-reset race applies
+            warn_old_sqlite(
+                self._version
+            )  # another connection writes the file: the WAL-reset race applies
         # The first poll wakes too: a commit between the subscribe and this first reading would
         # otherwise be taken for the starting version and wait for the claim poll.
         try:

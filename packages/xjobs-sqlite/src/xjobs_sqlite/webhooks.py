@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from xjobs.contract.webhooks import (
     EndpointState,
     LedgerPolicy,
@@ -12,18 +10,17 @@ from xjobs.contract.webhooks import (
     endpoint_id,
     next_state,
 )
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.sql import sql
 
 
-def _state(conn: sqlite3.Connection, endpoint: str) -> EndpointState:
+def _state(conn: Connection, endpoint: str) -> EndpointState:
     row = conn.execute(sql("webhook_state"), {"endpoint": endpoint}).fetchone()
     return EndpointState(endpoint) if row is None else EndpointState(endpoint, row[0], row[1])
 
 
-def _record(
-    conn: sqlite3.Connection, attempt: WebhookAttempt, policy: LedgerPolicy
-) -> EndpointState:
+def _record(conn: Connection, attempt: WebhookAttempt, policy: LedgerPolicy) -> EndpointState:
     state = next_state(_state(conn, attempt.endpoint), attempt, policy)
     conn.execute(
         sql("webhook_state_put"),
@@ -52,7 +49,7 @@ def _record(
     return state
 
 
-def _enable(conn: sqlite3.Connection, endpoint: str) -> bool:
+def _enable(conn: Connection, endpoint: str) -> bool:
     was = _state(conn, endpoint)
     conn.execute(sql("webhook_enable"), {"endpoint": endpoint})
     return was.disabled

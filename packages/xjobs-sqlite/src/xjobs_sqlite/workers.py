@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from xjobs.contract.stores import WorkerInfo
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.sql import sql
 
@@ -29,7 +29,7 @@ class SqliteWorkerRegistry:
             "ttl_ms": ttl_ms,
         }
 
-        def write(conn: sqlite3.Connection) -> None:
+        def write(conn: Connection) -> None:
             conn.execute(sql("worker_sweep"), {"now": now})
             conn.execute(sql("worker_announce"), params)
 

@@ -10,6 +10,24 @@ set state = 'completed', lease_until_ms = null, finished_at_ms = :now, updated_a
 where id = :job_id and state = 'running' and claimed_by = :worker_id and claims = :claims
 returning name;
 
+-- name: ack_many
+-- Completes a batch of runs (no result) in one statement, each fenced on its own claim:
+-- :claims is a JSON array of [job id, worker id, claims]. Answers each completed job's id and
+-- name. One statement, not one a run: every statement the writer thread runs hands the GIL back
+-- and waits to take it again from a busy event loop, so a batch of ten settled one by one spent
+-- most of its time waiting (3.6 ms a batch, against 0.5 ms).
+update jobs
+set state = 'completed', lease_until_ms = null, finished_at_ms = :now, updated_at_ms = :now,
+    result = null
+from (
+    select json_extract(value, '$[0]') as job_id, json_extract(value, '$[1]') as worker_id,
+           json_extract(value, '$[2]') as claims
+    from json_each(:claims)
+) as settled
+where jobs.id = settled.job_id and jobs.state = 'running'
+  and jobs.claimed_by = settled.worker_id and jobs.claims = settled.claims
+returning jobs.id, jobs.name;
+
 -- name: nack
 -- Stores the Nack the settle room decided, as handed: nothing here derives a state. A terminal
 -- state keeps run_at and sets finished_at, a hand-back (:handback 1) returns the attempt.
