@@ -12,6 +12,7 @@ from xjobs.run.child_rows import child_id
 from xjobs.run.settle import ending, parking
 from xjobs.testing.parity.env import ParityEnv
 from xjobs.testing.parity.family import needs_children
+from xjobs.testing.parity.jobs import reclaim_lapsed
 
 pytestmark = [pytest.mark.xjobs_parity]
 
@@ -227,6 +228,30 @@ class TestResolution:
         state = await store.group(parent.run_id, "fan")
         assert state is not None
         assert (state.ended, state.resolved) == (1, False)
+
+    async def test_a_parent_whose_worker_died_before_its_park_is_woken_once(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: a worker killed mid-fan-in never makes the parent continue twice or never: the
+        next claim replays the spawn (nothing new), the dead claim's park misses its fence, and
+        the last child's ending makes the parent due once."""
+        store = _store(parity)
+        await parity.enqueue(queue=PARENTS)
+        dead = await parity.claim_one(PARENTS, lease_ms=1_000)
+        group = _group(dead)
+        await _spawned(parity, store, dead, group)
+        alive = await reclaim_lapsed(parity, PARENTS, lease_ms=1_000)
+        assert alive.id == dead.id
+        replayed = await store.spawn(alive.claim, group, 0, _rows(parity, group, 0, 2))
+        assert replayed == 2
+        assert not await store.park(dead.claim, dead.run_id, "fan", parking(WAIT_FOREVER_MS))
+        await _park(parity, store, alive)
+        await _finish_kids(parity, 2)
+        family = await store.family(dead.id)
+        assert family is not None
+        assert dict(family.children) == {"completed": 2}
+        assert await _claimable_parent(parity) == [dead.id]
+        assert await _claimable_parent(parity) == []
 
 
 class TestCancel:
