@@ -70,7 +70,7 @@ class ChildSteps(StepApi):
         """Enqueue one child of `handle` with `input`, park until it ends, and answer its result
         (read through the child body's return annotation). A child that ends without one
         (dead-lettered, failed, cancelled) raises `ChildFailedError` (terminal) naming it."""
-        (result,) = await self._fan_in(name, handle, [input], fail_fast=True)
+        (result,) = [r async for r in self._fan_in(name, handle, [input], fail_fast=True)]
         return result
 
     async def map(
@@ -89,7 +89,21 @@ class ChildSteps(StepApi):
         `return_exceptions=True` every child runs to its end and each failed one's
         `ChildFailedError` stands in its place.
         """
-        return await self._fan_in(name, handle, list(inputs), fail_fast=not return_exceptions)
+        fan_in = self._fan_in(name, handle, list(inputs), fail_fast=not return_exceptions)
+        return [result async for result in fan_in]
+
+    def map_iter(
+        self,
+        name: str,
+        handle: JobHandle[Any],
+        inputs: Iterable[object],
+        *,
+        return_exceptions: bool = False,
+    ) -> AsyncIterator[Any]:
+        """`map`, its results yielded in input order as they are read, a page at a time: the run
+        holds one page of results, never the whole fan-out (`async for result in
+        ctx.step.map_iter(...)`). The step starts when the iteration does."""
+        return self._fan_in(name, handle, list(inputs), fail_fast=not return_exceptions)
 
     async def spawn(
         self, name: str, handle: JobHandle[Any], input: object, *, detached: bool = False
@@ -117,7 +131,7 @@ class ChildSteps(StepApi):
 
     async def _fan_in(
         self, name: str, handle: JobHandle[Any], inputs: list[object], *, fail_fast: bool
-    ) -> list[Any]:
+    ) -> AsyncIterator[Any]:
         position = self._claim_name(name)
         handle = checked_handle(handle, name)
         total = checked_count(len(inputs), name)
@@ -133,15 +147,12 @@ class ChildSteps(StepApi):
         if record is not None and record.status == "done":
             if self._observer.enabled:
                 self._observer.step_event("replay", name)
-            # a recorded step is never written again: a child removed since is raised, no more
-            results = await self._results(store, name, handle, total, False, position)
-            lost = [r for r in results if isinstance(r, ChildFailedError)]
-            if fail_fast and lost:
-                raise lost[0]
-            return results
+            async for result in self._results(store, name, handle, total, fail_fast, None):
+                yield result
+            return
         if total == 0:
             await self._write(name, position, "done", shape, None)
-            return []
+            return
         state = await self._spawned(store, name, handle, inputs, fail_fast, record, position)
         if not state.resolved:
             if self._observer.enabled:
@@ -155,9 +166,9 @@ class ChildSteps(StepApi):
             row = page[0] if page and page[0].index == index else None
             if row is None or row.state != "completed":
                 raise await self._fail_fast(store, name, handle, position, index, row)
-        results = await self._results(store, name, handle, total, fail_fast, position)
+        async for result in self._results(store, name, handle, total, fail_fast, position):
+            yield result
         await self._write(name, position, "done", shape, None)
-        return results
 
     async def _spawned(
         self,
@@ -225,22 +236,23 @@ class ChildSteps(StepApi):
         handle: JobHandle[Any],
         total: int,
         fail_fast: bool,
-        position: int,
-    ) -> list[Any]:
+        position: int | None,
+    ) -> AsyncIterator[Any]:
         """The children's results in index order; a child that ended without one is its
         `ChildFailedError` in its place, or, when the step fails fast, raised (its pending
-        siblings cancelled)."""
+        siblings cancelled and the failure recorded, unless the step was recorded already:
+        `position=None`, a recorded step is never written again)."""
         annotation = return_annotation(handle.fn)
-        out: list[Any] = []
         async for index, row in self._rows(store, name, total):
             if row is not None and row.state == "completed":
                 text = row.result
-                out.append(None if text is None else decode_result(text, annotation, step=name))
-            elif fail_fast:
-                raise await self._fail_fast(store, name, handle, position, index, row)
+                yield None if text is None else decode_result(text, annotation, step=name)
+            elif not fail_fast:
+                yield _failure(name, handle, index, row)
+            elif position is None:
+                raise _failure(name, handle, index, row)
             else:
-                out.append(_failure(name, handle, index, row))
-        return out
+                raise await self._fail_fast(store, name, handle, position, index, row)
 
     async def _rows(
         self, store: ChildStore, name: str, total: int

@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
-from xjobs import JobContext, Retry, job
+from xjobs import App, JobContext, Retry, job
+from xjobs.contract.children import MAX_CHILDREN_PAGE, ChildRow, ChildStore
 from xjobs.testing.parity.env import ParityEnv
 from xjobs.testing.parity.family import (
     CHILD_QUEUE,
@@ -28,6 +32,24 @@ ONE_TRY = Retry(attempts=1)
 async def square(ctx: JobContext, input: Num) -> int:
     """A child: its number squared."""
     return input.n * input.n
+
+
+class CountingPages:
+    """A child store that records the size of every page of children read from the real one."""
+
+    def __init__(self, inner: ChildStore) -> None:
+        self.inner = inner
+        self.pages: list[int] = []
+
+    async def children_page(
+        self, parent_run_id: str, step: str, after_index: int, limit: int
+    ) -> list[ChildRow]:
+        page = await self.inner.children_page(parent_run_id, step, after_index, limit)
+        self.pages.append(len(page))
+        return page
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 class TestMap:
@@ -132,3 +154,32 @@ class TestMap:
         assert sorted(o for o in order if o.startswith("kid-")) == sorted(
             f"kid-{n}" for n in range(10)
         )
+
+    async def test_map_iter_reads_a_large_fan_out_one_page_at_a_time(
+        self, parity: ParityEnv
+    ) -> None:
+        """Rule: the parent's memory is bounded by a page: `map_iter` yields every result in
+        input order from pages of at most MAX_CHILDREN_PAGE children."""
+        needs_children(parity)
+        count = MAX_CHILDREN_PAGE + 200
+        seen: list[int] = []
+
+        @job(tenant=org_of, idempotency_key=batch_key, queue=QUEUE)
+        async def parent(ctx: JobContext, input: Batch) -> None:
+            async for result in ctx.step.map_iter("many", square, nums(input.count)):
+                seen.append(result)
+
+        store = parity.backend.children
+        assert store is not None
+        counting = CountingPages(store)
+        backend = replace(parity.backend, children=counting)
+        async with App(backend, jobs=[parent, square], clock=parity.clock, retention=None) as app:
+            await parent.enqueue(Batch(count=count))
+            await app.run_worker(
+                queues=[QUEUE, CHILD_QUEUE],
+                until_idle=True,
+                concurrency={QUEUE: 1, CHILD_QUEUE: 50},
+            )
+        assert seen == [n * n for n in range(count)]
+        assert max(counting.pages) <= MAX_CHILDREN_PAGE
+        assert counting.pages.count(MAX_CHILDREN_PAGE) >= 1
