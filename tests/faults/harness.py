@@ -605,6 +605,7 @@ class Producer:
     timeout_s: float = 5.0
     retries: int = 0
     errors: list[str] = field(default_factory=list)
+    codes: list[str] = field(default_factory=list)  # each refusal's `code` (its class when uncoded)
 
     async def run(self) -> None:
         """Enqueue every key in turn, `every_s` apart."""
@@ -617,6 +618,7 @@ class Producer:
                 except Exception as exc:  # a fault: the same key again
                     self.retries += 1
                     self.errors.append(type(exc).__name__)
+                    self.codes.append(getattr(exc, "code", type(exc).__name__))
                     await asyncio.sleep(0.2)
                     continue
                 self.ledger.acknowledge(key, result)
