@@ -6,11 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from xjobs.declare.job import EnqueueOptions
 from xjobs.declare.retry import MAX_ATTEMPTS
 from xjobs.errors import OptionInvalidError
+from xjobs_django.flow import read_flow
 
 DEFAULT_MAX_ATTEMPTS = 3
-KNOWN = frozenset({"url", "max_attempts", "database", "backend_options"})
+KNOWN = frozenset({"url", "max_attempts", "database", "backend_options", "flow", "outbox"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,13 +22,19 @@ class BackendOptions:
     `url` is the xjobs backend (`postgresql://…`, `redis://…`, `memory://`); `max_attempts`
     bounds how often a task is started when its worker dies under it (a task that raises fails at
     once, as Django's tasks do); `database` is the Django database whose commit releases an
-    enqueue (`None`: enqueue at once); `backend_options` go to the xjobs backend as they are.
+    enqueue (`None`: enqueue at once); `backend_options` go to the xjobs backend as they are;
+    `flow` maps a task's import path to its debounce or throttle window (docs/flow-control.md);
+    `outbox` stages an enqueue made in a transaction on that transaction's own connection (the
+    xjobs backend's outbox in the same database: a SQLite file, a Postgres database), where it
+    commits or rolls back with it, for `xjobs_relay` to publish.
     """
 
     url: str
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     database: str | None = "default"
     backend_options: Mapping[str, Any] = field(default_factory=dict)
+    flow: Mapping[str, EnqueueOptions] = field(default_factory=dict)
+    outbox: bool = False
 
     @property
     def key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -57,4 +65,10 @@ def read_options(alias: str, raw: Mapping[str, Any]) -> BackendOptions:
     extra = raw.get("backend_options", {})
     if not isinstance(extra, Mapping):
         raise _fail(alias, "backend_options", "must be a mapping")
-    return BackendOptions(url, attempts, database, dict(extra))
+    flow = read_flow(alias, raw.get("flow", {}))
+    outbox = raw.get("outbox", False)
+    if not isinstance(outbox, bool):
+        raise _fail(alias, "outbox", f"must be True or False, got {outbox!r}")
+    if outbox and database is None:
+        raise _fail(alias, "outbox", 'stages in the transactions of "database", which is None')
+    return BackendOptions(url, attempts, database, dict(extra), flow, outbox)

@@ -9,7 +9,7 @@ from typing import Unpack
 from django.tasks import DEFAULT_TASK_BACKEND_ALIAS, DEFAULT_TASK_QUEUE_NAME, task_backends
 from django.tasks.exceptions import InvalidTaskBackend
 
-from xjobs import App, WorkerStats
+from xjobs import App, Clock, WorkerStats
 from xjobs.errors import OptionInvalidError
 from xjobs.roles.worker_options import WorkerKwargs
 from xjobs_django.backend import XJobsBackend
@@ -34,13 +34,14 @@ def backend_queues(alias: str = DEFAULT_TASK_BACKEND_ALIAS) -> list[str]:
     return sorted(xjobs_backend(alias).queues) or [DEFAULT_TASK_QUEUE_NAME]
 
 
-def worker_app(alias: str = DEFAULT_TASK_BACKEND_ALIAS) -> App:
-    """An `App` (not yet open) on `TASKS[alias]`'s URL with the `django_task` job registered:
-    what a worker runs, here or under `xjobs.asgi.XJobsLifespan(..., worker=True)`."""
+def worker_app(alias: str = DEFAULT_TASK_BACKEND_ALIAS, *, clock: Clock | None = None) -> App:
+    """An `App` (not yet open) on `TASKS[alias]`'s URL with the `django_task` job registered, and
+    the retention purge's job and cron task (on by default): what a worker runs, here or under
+    `xjobs.asgi.XJobsLifespan(..., worker=True)`, and what `xjobs_scheduler` fires."""
     backend = xjobs_backend(alias)
     options = backend.xjobs
     handle = task_job(backend_queues(alias)[0], options.max_attempts)
-    return App(options.url, jobs=[handle], backend_options=options.backend_options)
+    return App(options.url, jobs=[handle], backend_options=options.backend_options, clock=clock)
 
 
 async def run_worker(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +13,7 @@ from xjobs.contract.results import ResultStore
 from xjobs.contract.stores import OutboxStore
 from xjobs.declare.job import MAX_PRIORITY, MIN_PRIORITY, EnqueueOptions, JobHandle
 from xjobs.enqueue.derive import admission_keys, tenant_of
-from xjobs.enqueue.flow import fold, resolve_flow
+from xjobs.enqueue.flow import Flow, fold, resolve_flow
 from xjobs.enqueue.result_wait import wait_for_result
 from xjobs.enqueue.when import run_at_ms
 from xjobs.errors import CapabilityMissingError, OptionInvalidError
@@ -97,18 +97,39 @@ class JobsFacade:
         self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
     ) -> list[EnqueueResult]:
         """Build the rows of one job per input and enqueue them in one driver call."""
-        if self._observer.enabled:
-            with self._observer.sending(handle.queue, handle.name, len(inputs)) as sending:
-                results = await self._enqueue(handle, inputs, options)
-                sending.sent([r.job_id for r in results], sum(not r.deduped for r in results))
-            return results
-        return await self._enqueue(handle, inputs, options)
 
-    async def _enqueue(
-        self, handle: JobHandle[Any], inputs: Sequence[object], options: EnqueueOptions
+        async def write() -> list[EnqueueResult]:
+            flow = resolve_flow(options)  # refused before any row is built or written
+            return await self._write(handle, self.build(handle, inputs, options), flow)
+
+        return await self._sent(handle, len(inputs), write)
+
+    async def enqueue_built(
+        self, handle: JobHandle[Any], rows: Sequence[NewJob], options: EnqueueOptions
     ) -> list[EnqueueResult]:
-        flow = resolve_flow(options)  # refused before any row is built or written
-        rows = self.build(handle, inputs, options)
+        """Enqueue rows `build` made earlier (for a caller that hands out the job ids before the
+        write, as Django's task result does), with the call's flow control and telemetry; a
+        folded or deduplicated row answers the job it joined."""
+        flow = resolve_flow(options)
+        return await self._sent(handle, len(rows), lambda: self._write(handle, rows, flow))
+
+    async def _sent(
+        self,
+        handle: JobHandle[Any],
+        count: int,
+        write: Callable[[], Awaitable[list[EnqueueResult]]],
+    ) -> list[EnqueueResult]:
+        """`write()` inside the observer's send span and counters (when it observes)."""
+        if not self._observer.enabled:
+            return await write()
+        with self._observer.sending(handle.queue, handle.name, count) as sending:
+            results = await write()
+            sending.sent([r.job_id for r in results], sum(not r.deduped for r in results))
+        return results
+
+    async def _write(
+        self, handle: JobHandle[Any], rows: Sequence[NewJob], flow: Flow | None
+    ) -> list[EnqueueResult]:
         if not rows:
             return []
         if flow is None:
@@ -135,6 +156,37 @@ class JobsFacade:
         options: EnqueueOptions,
     ) -> list[EnqueueResult] | Awaitable[list[EnqueueResult]]:
         """Stage the rows `build` makes on the caller's connection, through the app's outbox."""
+        outbox = self._staging_outbox(options)
+        if self._observer.enabled:
+            # a stage is a send not yet made: its span is the context the relay's job stamps
+            with self._observer.sending(
+                handle.queue, handle.name, len(inputs), operation="create"
+            ) as sending:
+                rows = self.build(handle, inputs, options)
+                sending.sent([row.id for row in rows], 0)
+            return outbox.stage_on(conn, rows)
+        return outbox.stage_on(conn, self.build(handle, inputs, options))
+
+    def stage_built(
+        self,
+        handle: JobHandle[Any],
+        conn: object,
+        rows: Sequence[NewJob],
+        options: EnqueueOptions,
+    ) -> list[EnqueueResult] | Awaitable[list[EnqueueResult]]:
+        """Stage rows `build` made earlier on the caller's connection (a caller that hands out
+        the job ids first, as Django's task result does), with a stage's telemetry."""
+        outbox = self._staging_outbox(options)
+        if self._observer.enabled:
+            with self._observer.sending(
+                handle.queue, handle.name, len(rows), operation="create"
+            ) as sending:
+                sending.sent([row.id for row in rows], 0)
+        return outbox.stage_on(conn, rows)
+
+    def _staging_outbox(self, options: EnqueueOptions) -> OutboxStore:
+        """The outbox a stage writes to, refused when there is none or the call asks for flow
+        control (which acts on enqueued jobs a staged row cannot see before its commit)."""
         if self._outbox is None:
             raise CapabilityMissingError(
                 "this App has no outbox: its backend offers none; pass App(outbox='postgresql://…')"
@@ -144,12 +196,4 @@ class JobsFacade:
                 "debounce= and throttle= act on the jobs already enqueued, which a staged row "
                 "cannot see before its transaction commits; enqueue instead of stage"
             )
-        if self._observer.enabled:
-            # a stage is a send not yet made: its span is the context the relay's job stamps
-            with self._observer.sending(
-                handle.queue, handle.name, len(inputs), operation="create"
-            ) as sending:
-                rows = self.build(handle, inputs, options)
-                sending.sent([row.id for row in rows], 0)
-            return self._outbox.stage_on(conn, rows)
-        return self._outbox.stage_on(conn, self.build(handle, inputs, options))
+        return self._outbox

@@ -3,7 +3,6 @@ tasks with Django set up; SIGTERM drains it as `xjobs worker`'s does, and it exi
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 from typing import Any
 
@@ -13,20 +12,8 @@ from django.tasks import DEFAULT_TASK_BACKEND_ALIAS
 from xjobs.errors import XJobsError
 from xjobs.roles.worker_options import WorkerKwargs
 from xjobs_cli.argtypes import queue_list, seconds
-from xjobs_cli.logs import ExtraFieldsFormatter
-from xjobs_cli.role_loop import run_role
+from xjobs_django.commands_shared import log_to_stderr, serve_role
 from xjobs_django.worker import backend_queues, run_worker
-
-
-def _log_to_stderr() -> None:
-    """xjobs' records on stderr, as `xjobs worker` prints them, unless logging is configured."""
-    xjobs = logging.getLogger("xjobs")
-    if xjobs.handlers or logging.getLogger().handlers:
-        return
-    handler = logging.StreamHandler()
-    handler.setFormatter(ExtraFieldsFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    xjobs.addHandler(handler)
-    xjobs.setLevel(logging.INFO)
 
 
 def _options(options: dict[str, Any]) -> WorkerKwargs:
@@ -83,13 +70,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Serve the queues until a signal drains the worker; print its counts at exit."""
-        _log_to_stderr()
+        log_to_stderr()
         alias = options["backend"]
         try:
             queues = options["queues"] or backend_queues(alias)
-            serving = run_worker(alias, queues=queues, handle_signals=True, **_options(options))
-            stats = run_role(serving)
+            knobs = _options(options)
         except XJobsError as exc:  # a refusal: bad options, an unknown backend alias
             raise CommandError(f"{exc.code}: {exc.message}") from exc
+        stats = serve_role(run_worker(alias, queues=queues, handle_signals=True, **knobs))
         counts = " ".join(f"{name}={value}" for name, value in stats.as_dict().items())
         self.stderr.write(f"worker stopped: id={stats.role_id} {counts}")
