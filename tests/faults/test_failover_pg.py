@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 import asyncpg
+import psycopg
 import pytest
 
 import xjobs
@@ -92,13 +93,20 @@ def settles(scene: Scene, *, before: float, after: float) -> tuple[list[str], li
 
 
 async def stage(scene: Scene, keys: list[str]) -> list[xjobs.EnqueueResult]:
-    """Stage `keys` in one transaction of the test's own, on the multi-host URL."""
-    conn = await asyncpg.connect(asyncpg_dsn(scene.url)[0], timeout=10)
+    """Stage `keys` in transactions of the test's own on the multi-host URL: the first half on an
+    asyncpg connection, the rest on a psycopg one (libpq reads the same URL)."""
+    dsn = asyncpg_dsn(scene.url)[0]
+    half = len(keys) // 2
+    conn = await asyncpg.connect(dsn, timeout=10)
     try:
         async with conn.transaction():
-            return await paced.stage_many(conn, [Paced(key=k) for k in keys])
+            staged = await paced.stage_many(conn, [Paced(key=k) for k in keys[:half]])
     finally:
         await conn.close()
+    pconn = await psycopg.AsyncConnection.connect(dsn, connect_timeout=10)
+    async with pconn, pconn.transaction():
+        staged += await paced.stage_many(pconn, [Paced(key=k) for k in keys[half:]])
+    return staged
 
 
 async def _replayed(pair: ReplicaPair) -> bool:
