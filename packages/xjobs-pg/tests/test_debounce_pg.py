@@ -8,13 +8,16 @@ import pytest
 from xjobs.testing.rows import new_job
 from xjobs_pg.install import SCHEMA_VERSION
 from xjobs_pg.schema import quote_schema
-from xjobs_pg.testing import opened, schema_structure, session
+from xjobs_pg.testing import WITHOUT_CHILDREN, opened, schema_structure, session
 
-AS_VERSION_9 = """
+AS_VERSION_9 = (
+    WITHOUT_CHILDREN
+    + """
 drop index {schema}.jobs_throttled;
 alter table {schema}.jobs drop column throttle_until_ms;
 update {schema}.schema_version set version = 9;
 """
+)
 
 
 async def throttle_windows(schema: str) -> list[int | None]:

@@ -21,7 +21,7 @@ from xjobs_pg.install import SCHEMA_VERSION
 from xjobs_pg.params import WatchParams
 from xjobs_pg.schema import quote_schema, settled_channel
 from xjobs_pg.sql import Statements
-from xjobs_pg.testing import opened, schema_structure, session
+from xjobs_pg.testing import WITHOUT_CHILDREN, opened, schema_structure, session
 
 QUEUE = "results"
 QUIET_S = 0.3
@@ -283,10 +283,13 @@ async def test_waiting_on_a_finished_or_unknown_job_returns_at_once(backend: Bac
 
 # -- the upgrade -------------------------------------------------------------------------------
 
-AS_VERSION_6 = """
+AS_VERSION_6 = (
+    WITHOUT_CHILDREN
+    + """
 alter table {schema}.jobs drop column result, drop column watched, drop column throttle_until_ms;
 update {schema}.schema_version set version = 6;
 """
+)
 
 
 @pytest.mark.asyncio

@@ -34,6 +34,8 @@ SQL_PATHS = sorted(SQL_DIR.glob("*.sql"))
 TABLES = (
     "attempt_errors",
     "backfills",
+    "child_groups",
+    "child_shards",
     "counter_folds",
     "counters",
     "event_waits",

@@ -13,6 +13,7 @@ from xjobs.contract.backend import Backend, WakeSource
 from xjobs.options import finite_count
 from xjobs_pg import wake_slots
 from xjobs_pg.backfills import PostgresBackfillLedger
+from xjobs_pg.children import PostgresChildren
 from xjobs_pg.driver import PostgresJobDriver
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.events import PostgresEventBus
@@ -142,6 +143,7 @@ async def open_backend(
         retention=PostgresRetention(executor),
         backfills=PostgresBackfillLedger(executor),
         webhooks=PostgresWebhookLedger(executor),
+        children=PostgresChildren(executor, slots),
         on_close=close,
         on_install=do_install,
         features=frozenset({"ack_many"}),

@@ -187,11 +187,21 @@ class PostgresJobDriver:
         params = CancelParams(self._x.now(), job_id, cancel_error(reason))
         row = await self._x.fetchrow("cancel", params)
         if row is not None:
+            await self._cascade(params)
             return JobMove("done", job_record(row))
         record = await self.get(job_id)
         if record is None:
             return JobMove("missing")
         return JobMove("finished", state=record.state)
+
+    async def _cascade(self, cancel: CancelParams) -> None:
+        """The cancel's cascade again, each pass with a snapshot of its own, until one moves
+        nothing: a spawn page that committed while the cancel waited for the parent's row (it
+        holds it for share) is invisible to the cancel's own statement, and found by the next."""
+        while True:
+            row = await self._x.fetchrow("cancel_descendants", cancel)
+            if row is None or not row["moved"]:
+                return
 
     async def requeue(self, job_id: str) -> JobMove:
         if not is_uuid(job_id):

@@ -7,7 +7,7 @@ import asyncpg
 from xjobs_pg.errors import interpret_error
 from xjobs_pg.sql import read_sql, split_statements
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 
 def ddl_statements(quoted_schema: str) -> list[str]:

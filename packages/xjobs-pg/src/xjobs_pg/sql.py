@@ -10,6 +10,8 @@ import re
 from functools import cache
 from importlib import resources
 
+from xjobs_pg.schema import wake_channel
+
 _BLOCK = re.compile(r"^-- (name|fragment): ([a-z_]+)\s*$", re.M)
 _COMMENT = re.compile(r"--[^\n]*")
 # A statement: text up to a semicolon, where a `$$` body (a do block) is kept whole.
@@ -32,6 +34,7 @@ SQL_FILES = (
     "purge.sql",
     "backfills.sql",
     "webhooks.sql",
+    "children.sql",
 )
 
 
@@ -76,11 +79,18 @@ def _written(body: str, fragments: dict[str, str]) -> str:
 
 
 class Statements:
-    """Every named statement rendered for one schema (a validated, quoted identifier)."""
+    """Every named statement rendered for one schema (a validated, quoted identifier).
+
+    `{wake_channel}` is the schema's wake channel as a literal: the name is validated
+    (`[a-z0-9_]`), so it needs no escaping, and a statement that wakes a parked parent notifies
+    it without a parameter of its own.
+    """
 
     def __init__(self, quoted_schema: str) -> None:
+        channel = "'" + wake_channel(quoted_schema.strip('"')) + "'"
         self._sql = {
-            name: body.replace("{schema}", quoted_schema) for name, body in _named().items()
+            name: body.replace("{schema}", quoted_schema).replace("{wake_channel}", channel)
+            for name, body in _named().items()
         }
 
     def __getitem__(self, name: str) -> str:

@@ -107,6 +107,19 @@ async def schema_structure(conn: asyncpg.Connection, schema: str) -> list[tuple[
     return [tuple(row) for row in await conn.fetch(SCHEMA_STRUCTURE, schema)]
 
 
+WITHOUT_CHILDREN = """
+drop table {schema}.child_shards;
+drop table {schema}.child_groups;
+drop index {schema}.jobs_children;
+alter table {schema}.jobs drop column parent_id, drop column parent_run_id,
+    drop column child_step, drop column child_index, drop column detached,
+    drop column child_endings;
+"""
+"""What version 15 added (child jobs): a script taking it away makes a schema as an older release
+installed it (a test of an older version's upgrade runs it first, so the columns come back in
+the order a fresh install gives them)."""
+
+
 async def slots_named_leases(conn: asyncpg.Connection, schema: str) -> None:
     """Give `schema` the fleet slot table under its name before version 5 (`leases`), as older installs have it."""
     quoted = quote_schema(schema)

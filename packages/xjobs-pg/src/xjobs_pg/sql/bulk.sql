@@ -46,8 +46,9 @@ seen as (
 )
 
 -- name: cancel_many
--- Cancels the batch of live jobs (the driver binds only live states), each as cancel does, and
--- bumps the minute counters (cancelled) in this statement.
+-- Cancels the batch of live jobs (the driver binds only live states), each as cancel does: with
+-- its live descendants that are not detached (children.sql cancel_tree), a child counted into its
+-- group. It bumps the minute counters (cancelled) in this statement. moved counts the batch.
 -- $1..$6 the filter, $7 now, $8 limit, $9 cap, $10 the error written.
 with recursive clock as (
     select coalesce($7::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
@@ -57,19 +58,18 @@ params as (
 ),
 {filter_queues},
 {bulk_oldest},
-cancelled as (
-    update {schema}.jobs j
-    set state = 'cancelled', lease_until_ms = null, last_error = $10,
-        finished_at_ms = p.now_ms, updated_at_ms = p.now_ms
-    from params p
-    where j.id in (select b.id from batch b) and j.state in ('ready', 'running', 'waiting')
-    returning j.name, p.now_ms, {tell_watcher}
+cancel_error as (
+    select $10::text as error
 ),
+roots as (
+    select b.id from batch b
+),
+{cancel_tree},
 counted as (
     select c.name, 'cancelled' as outcome, c.now_ms from cancelled c
 ),
 {count_minute}
-select (select count(*) from cancelled) as moved,
+select (select count(*) from cancelled c where c.id in (select b.id from batch b)) as moved,
        (select n from seen) - (select count(*) from batch) as remaining;
 
 -- name: promote_many

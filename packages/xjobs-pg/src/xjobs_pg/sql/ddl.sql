@@ -477,3 +477,65 @@ drop index if exists {schema}.event_waits_by_event;
 
 insert into {schema}.schema_version (singleton, version) values (true, 14)
     on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);
+
+-- Version 15, child jobs (issue 44, sql/children.sql). A child row names the job that spawned it
+-- (parent_id), the group it belongs to (the parent run and the step that spawned it, the key of
+-- child_groups), its index in that group, and whether it is detached (a cancel of the parent
+-- does not reach it). child_endings counts its endings: the first one (a terminal write moving it
+-- from 0 to 1) is the one counted into its group, so a requeued child that ends again moves
+-- nothing. The columns are nullable with no default, so the add is a catalogue change, and the
+-- index is partial: a job with no parent adds no entry to it. It serves the children of a parent
+-- (the cascade of a cancel, the counts of a family) and a group in index order (a page).
+alter table {schema}.jobs add column if not exists parent_id uuid;
+
+alter table {schema}.jobs add column if not exists parent_run_id uuid;
+
+alter table {schema}.jobs add column if not exists child_step text;
+
+alter table {schema}.jobs add column if not exists child_index integer;
+
+alter table {schema}.jobs add column if not exists detached boolean;
+
+alter table {schema}.jobs add column if not exists child_endings integer;
+
+create index if not exists jobs_children
+    on {schema}.jobs (parent_id, parent_run_id, child_step, child_index)
+    where parent_id is not null;
+
+-- A group of children, written by its first spawn page. Its count of children yet to end is
+-- spread over child_shards (a child is in shard index modulo 16, each shard holding from the
+-- start how many of the total it will see), so the endings of thousands of children of one
+-- parent do not all queue on one row lock: an ending child moves its shard, and only the
+-- statement that empties a shard (open_shards) or counts a failure moves the group row. The
+-- statement that resolves the group (open_shards reaching 0, or its first failure when it fails
+-- fast) sets resolved and, when the parent parked on it, makes the parent due in the same
+-- statement. Lock order: a park locks the parent row, then the group row. A terminal write locks
+-- the job rows it ends, then shards, then groups, then parents, each set in key order.
+create table if not exists {schema}.child_groups (
+    parent_run_id uuid not null,
+    step text not null,
+    parent_id uuid not null,
+    total integer not null,
+    spawned integer not null default 0,
+    wait boolean not null,
+    fail_fast boolean not null,
+    detached boolean not null,
+    open_shards integer not null,
+    failed integer not null default 0,
+    first_failed integer,
+    resolved boolean not null default false,
+    parked boolean not null default false,
+    created_at_ms bigint not null,
+    primary key (parent_run_id, step)
+);
+
+create table if not exists {schema}.child_shards (
+    parent_run_id uuid not null,
+    step text not null,
+    shard smallint not null,
+    pending integer not null,
+    primary key (parent_run_id, step, shard)
+);
+
+insert into {schema}.schema_version (singleton, version) values (true, 15)
+    on conflict (singleton) do update set version = greatest({schema}.schema_version.version, excluded.version);

@@ -240,8 +240,8 @@ order by f.ord;
 -- A paused queue is left out before its scan, and a job of a paused name is passed over by the
 -- scan (not exists on the pauses key, so the scan of jobs_claimable keeps its order and its
 -- index condition). A burial settles in this statement: it stores the attempt error it writes
--- and bumps the minute counter (dead-lettered or dropped), and tells a result waiter, as a nack
--- would.
+-- and bumps the minute counter (dead-lettered or dropped), tells a result waiter and resolves
+-- the group of a buried child, as a nack would.
 -- Every parameter whose value the planner could estimate from (the queues, their limits, the
 -- total, the presence TTL) is read through a scalar subquery, so a plan made for the values at
 -- hand costs what the generic plan costs, and the server keeps the generic plan after the fifth
@@ -274,12 +274,20 @@ exhausted as (
 buried as (
     update {schema}.jobs j
     set state = case when j.dead_letter then 'dead' else 'failed' end,
-        finished_at_ms = p.now_ms, lease_until_ms = null, last_error = $8, updated_at_ms = p.now_ms
+        finished_at_ms = p.now_ms, lease_until_ms = null, last_error = $8, updated_at_ms = p.now_ms,
+        {child_ending}
     from params p
     where j.id in (select id from exhausted)
     returning j.id, j.run_id, j.name, j.queue, j.tenant_id, j.payload, j.state,
-              j.attempt, j.claims, j.claimed_by, p.now_ms, {tell_watcher}
+              j.attempt, j.claims, j.claimed_by, j.parent_run_id, j.child_step, j.child_index,
+              j.child_endings, p.now_ms, {tell_watcher}
 ),
+ended as (
+    select b.id, b.parent_run_id, b.child_step, b.child_index, b.child_endings = 1 as counts,
+           true as failed
+    from buried b
+),
+{resolve_groups},
 failed_attempts as (
     select b.id as job_id, b.claims, b.attempt, b.claimed_by as worker_id, b.now_ms as at_ms,
            $8::text as error

@@ -7,24 +7,21 @@ from {schema}.jobs
 where id = $1;
 
 -- name: cancel
--- Fenced on the live states: a finished job is not cancelled twice. The cancel bumps the minute
--- counter (cancelled) in the same statement.
+-- Fenced on the live states: a finished job is not cancelled twice. The cancel takes every live
+-- descendant the job spawned along, but for a detached one (children.sql cancel_tree), deepest
+-- first, and each cancelled child counts into its group in this statement. It bumps the minute
+-- counter (cancelled) of each. Answers the job itself.
 -- $1 now, $2 job id, $3 the error written.
-with params as (
+with recursive params as (
     select coalesce($1::bigint, (extract(epoch from now()) * 1000)::bigint) as now_ms
 ),
-cancelled as (
-    update {schema}.jobs j
-    set state = 'cancelled', lease_until_ms = null, last_error = $3,
-        finished_at_ms = p.now_ms, updated_at_ms = p.now_ms
-    from params p
-    where j.id = $2 and j.state in ('ready', 'running', 'waiting')
-    returning j.id, j.run_id, j.name, j.queue, j.state, j.tenant_id, j.idempotency_key,
-              j.payload::text as payload, j.priority, j.attempt, j.max_attempts, j.dead_letter,
-              j.claims, j.claimed_by, j.lease_until_ms, j.run_at_ms, j.created_at_ms,
-              j.updated_at_ms, j.finished_at_ms, j.last_error, j.progress, j.enqueued_by,
-              j.traceparent, p.now_ms, {tell_watcher}
+cancel_error as (
+    select $3::text as error
 ),
+roots as (
+    select j.id from {schema}.jobs j where j.id = $2 and j.state in ('ready', 'running', 'waiting')
+),
+{cancel_tree},
 counted as (
     select c.name, 'cancelled' as outcome, c.now_ms from cancelled c
 ),
@@ -32,7 +29,8 @@ counted as (
 select id, run_id, name, queue, state, tenant_id, idempotency_key, payload, priority, attempt,
        max_attempts, dead_letter, claims, claimed_by, lease_until_ms, run_at_ms, created_at_ms,
        updated_at_ms, finished_at_ms, last_error, progress, enqueued_by, traceparent
-from cancelled;
+from cancelled
+where id = $2;
 
 -- name: requeue
 -- One statement: a finished job whose namespace no live row holds goes back to ready with its

@@ -26,14 +26,21 @@ with params as (
 settled as (
     update {schema}.jobs j
     set state = 'completed', lease_until_ms = null, finished_at_ms = p.now_ms,
-        updated_at_ms = p.now_ms
+        updated_at_ms = p.now_ms, {child_ending}
 
 -- fragment: ack_close
 -- The rest of the ack: the fence, the watcher told, the counter (completed), the answer.
     from params p
     where j.id = $2 and j.state = 'running' and j.claimed_by = $3 and j.claims = $4
-    returning j.name, p.now_ms, {tell_watcher}
+    returning j.id, j.name, j.parent_run_id, j.child_step, j.child_index, j.child_endings,
+              p.now_ms, {tell_watcher}
 ),
+ended as (
+    select s.id, s.parent_run_id, s.child_step, s.child_index, s.child_endings = 1 as counts,
+           false as failed
+    from settled s
+),
+{resolve_groups},
 counted as (
     select s.name, 'completed' as outcome, s.now_ms from settled s
 ),
@@ -41,8 +48,9 @@ counted as (
 select count(*) as landed from settled
 
 -- name: ack
--- Completes the run and bumps its minute counter (completed) in the same statement, and answers
--- whether it landed. It stores no result: a body that returned None.
+-- Completes the run and bumps its minute counter (completed) in the same statement, resolves its
+-- group when it is the last child of one (children.sql resolve_groups), and answers whether it
+-- landed. It stores no result: a body that returned None.
 -- $1 now, $2 job id, $3 worker, $4 claims.
 {ack_open}
 {ack_close};
@@ -57,7 +65,8 @@ select count(*) as landed from settled
 -- name: ack_many
 -- The ack of many runs in one statement: each row is fenced on its own claim ($2, $3, $4 are
 -- parallel arrays of job id, worker and claim count), and answers the (id, claims) pairs that
--- landed. The batch bumps its minute counters with one upsert per job name.
+-- landed. The batch bumps its minute counters with one upsert per job name, and resolves the
+-- groups its children finish.
 -- Each row is found by its id (jobs_pkey, one probe a row): the state of the fence is compared
 -- to a scalar subquery, so the planner cannot match it to the predicate of jobs_leased and read
 -- that partial index whole instead, with the entries every claim since its last vacuum left there
@@ -68,12 +77,19 @@ with params as (
 settled as (
     update {schema}.jobs j
     set state = 'completed', lease_until_ms = null, finished_at_ms = p.now_ms,
-        updated_at_ms = p.now_ms
+        updated_at_ms = p.now_ms, {child_ending}
     from params p, unnest($2::uuid[], $3::text[], $4::int[]) as c(id, worker_id, claims)
     where j.id = c.id and j.state = (select 'running'::text) and j.claimed_by = c.worker_id
       and j.claims = c.claims
-    returning j.id, j.claims, j.name, p.now_ms, {tell_watcher}
+    returning j.id, j.claims, j.name, j.parent_run_id, j.child_step, j.child_index,
+              j.child_endings, p.now_ms, {tell_watcher}
 ),
+ended as (
+    select s.id, s.parent_run_id, s.child_step, s.child_index, s.child_endings = 1 as counts,
+           false as failed
+    from settled s
+),
+{resolve_groups},
 counted as (
     select s.name, 'completed' as outcome, s.now_ms from settled s
 ),
@@ -83,7 +99,8 @@ select s.id, s.claims from settled s;
 -- name: nack
 -- Stores the Nack the settle room decided, as handed: nothing here derives a state. When it
 -- writes last_error it stores the attempt error too (the attempt is the one the claim counted,
--- before a hand-back), and a counted outcome bumps its minute counter, all in this statement.
+-- before a hand-back), and a counted outcome bumps its minute counter, and a terminal state
+-- resolves the group of a child by its policy, all in this statement.
 -- Answers whether it landed.
 -- $1 now, $2 job id, $3 worker, $4 claims, $5 the next state, $6 run_at (null: now), $7 one
 -- when the attempt is handed back, $8 whether last_error is written, $9 the error, $10 whether
@@ -100,11 +117,21 @@ settled as (
         last_error = case when $8::boolean then $9 else j.last_error end,
         finished_at_ms = case when $10::boolean then p.now_ms else null end,
         lease_until_ms = null,
-        updated_at_ms = p.now_ms
+        updated_at_ms = p.now_ms,
+        child_endings = case when $10::boolean and j.child_index is not null
+                             then coalesce(j.child_endings, 0) + 1 else j.child_endings end
     from params p
     where j.id = $2 and j.state = 'running' and j.claimed_by = $3 and j.claims = $4
-    returning j.id, j.name, j.claims, j.attempt + $7::int as attempt, p.now_ms, {tell_watcher}
+    returning j.id, j.name, j.claims, j.attempt + $7::int as attempt, j.parent_run_id,
+              j.child_step, j.child_index, j.child_endings, p.now_ms, {tell_watcher}
 ),
+ended as (
+    select s.id, s.parent_run_id, s.child_step, s.child_index, s.child_endings = 1 as counts,
+           true as failed
+    from settled s
+    where $10::boolean
+),
+{resolve_groups},
 failed_attempts as (
     select s.id as job_id, s.claims, s.attempt, $3::text as worker_id, s.now_ms as at_ms,
            $9::text as error
