@@ -28,6 +28,17 @@ HERE = Path(__file__).parent
 
 ROOT = HERE.parent.parent
 DOC = ROOT / "docs" / "reliability.md"
+# The scenarios whose faults are a process's own (kill -9 or SIGSTOP of a worker or a scheduler,
+# a body that blocks, hangs or allocates), so they run on a SQLite file too: per file, every
+# scenario (`None`) or the named ones. The others restart, partition, load, freeze or configure a
+# server, or skew one process's clock (a SQLite file has no clock of its own: every process
+# reads its own, as on the memory backend).
+ON_A_FILE: dict[str, frozenset[str] | None] = {
+    "test_kill.py": None,
+    "test_scheduler.py": None,
+    "test_bodies.py": None,
+    "test_sigstop.py": frozenset({"test_a_worker_frozen_past_its_lease_is_fenced_when_it_wakes"}),
+}
 
 
 def _asked_for(config: pytest.Config) -> bool:
@@ -122,12 +133,38 @@ async def redis_target(
         server.stop()
 
 
-@pytest.fixture(params=["postgres", "redis"])
+@pytest.fixture
+def sqlite_target(tmp_path: Path) -> harness.Target:
+    """A SQLite file in the scenario's folder, shared by its worker processes."""
+    return harness.Target("sqlite", f"sqlite:///{tmp_path / 'faults.db'}")
+
+
+TARGETS = {"postgres": "pg_target", "redis": "redis_target", "sqlite": "sqlite_target"}
+
+
+@pytest.fixture(params=list(TARGETS))
 def target(request: pytest.FixtureRequest) -> harness.Target:
-    """The scenario's backend: Postgres, then Redis."""
-    name = "pg_target" if request.param == "postgres" else "redis_target"
-    found: harness.Target = request.getfixturevalue(name)
+    """The scenario's backend: Postgres, Redis, then a SQLite file (the files of `ON_A_FILE`)."""
+    found: harness.Target = request.getfixturevalue(TARGETS[request.param])
     return found
+
+
+def _needs_a_server(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or callspec.params.get("target") != "sqlite":
+        return False
+    if item.path.name not in ON_A_FILE:
+        return True
+    names = ON_A_FILE[item.path.name]
+    return names is not None and getattr(item, "originalname", item.name) not in names
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the SQLite runs of the scenarios that fault a server (not skipped: not run)."""
+    deselected = [item for item in items if _needs_a_server(item)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not _needs_a_server(item)]
 
 
 @pytest.fixture
