@@ -62,13 +62,20 @@ def _flow_holder(conn: Connection, job: NewJob, now: int) -> EnqueueResult | Non
 
 
 def _place(conn: Connection, job: NewJob, now: int) -> tuple[EnqueueResult, int]:
-    """Answer a row: the job its id names, the flow's holder, a new row, or the namespace's live job."""
-    by_id = _held(conn.execute(sql("job_by_id"), {"id": job.id}).fetchone())
-    if by_id is not None:
-        return by_id, now
-    flow = _flow_holder(conn, job, now)
-    if flow is not None:
-        return flow, now
+    """Answer a row: the job its id names, the flow's holder, a new row, or the namespace's live job.
+
+    A row with no flow (no throttle, no debounce) tries its insert first: the insert lands
+    unless its id or its live namespace is held (the unique indexes arbitrate), and only then
+    are the holders read, so a new row costs one statement, not two.
+    """
+    flowing = job.throttle_ms is not None or job.debounce_ms is not None
+    if flowing:
+        by_id = _held(conn.execute(sql("job_by_id"), {"id": job.id}).fetchone())
+        if by_id is not None:
+            return by_id, now
+        flow = _flow_holder(conn, job, now)
+        if flow is not None:
+            return flow, now
     if job.debounce_ms is not None:
         run_at = now + job.debounce_ms
     else:
@@ -90,6 +97,10 @@ def _place(conn: Connection, job: NewJob, now: int) -> tuple[EnqueueResult, int]
     }
     if conn.execute(sql("insert_job"), params).fetchone() is not None:
         return EnqueueResult(job.id, job.run_id, deduped=False), run_at
+    if not flowing:
+        by_id = _held(conn.execute(sql("job_by_id"), {"id": job.id}).fetchone())
+        if by_id is not None:
+            return by_id, now
     live = _held(conn.execute(sql("live_in_namespace"), _namespace(job)).fetchone())
     if live is None:
         raise BackendError(
