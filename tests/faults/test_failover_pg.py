@@ -216,3 +216,19 @@ async def test_an_enqueue_on_a_standby_is_refused_as_unavailable(pair: ReplicaPa
     async with xjobs.App(pair.standby.url + "?xjobs_schema=xjobs_ro", jobs=[paced]) as app:
         with pytest.raises(BackendUnavailableError, match="takes no writes"):
             await app.enqueue(paced, Paced(key="on-the-standby"))
+
+
+@pytest.mark.parametrize("pair", ["async"], indirect=True)
+@pytest.mark.asyncio
+async def test_an_app_whose_hosts_hold_no_primary_is_refused_as_unavailable(
+    pair: ReplicaPair,
+) -> None:
+    # mid-failover: the primary gone, the standby not promoted yet (asyncpg raises
+    # TargetServerAttributeNotMatched, one of its client errors)
+    url = (
+        f"postgresql://postgres@127.0.0.1:{pair.standby.port}/postgres"
+        "?target_session_attrs=read-write&xjobs_schema=xjobs_ro"
+    )
+    with pytest.raises(BackendUnavailableError, match="TargetServerAttributeNotMatched"):
+        async with xjobs.App(url, jobs=[paced]):
+            pass
