@@ -137,6 +137,7 @@ async def test_one_trace_spans_the_request_the_enqueue_each_run_and_its_steps() 
     assert [e.name for e in runs[0].events] == ["step.sleep"]
     assert [(e.name, dict(e.attributes or {})) for e in runs[1].events] == [
         ("step.replay", {"xjobs.step": "charge"}),
+        ("step.replay", {"xjobs.step": "cool-off"}),
     ]
 
 

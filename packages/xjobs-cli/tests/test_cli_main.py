@@ -37,6 +37,8 @@ def test_an_option_the_worker_refuses_exits_2_with_its_code(
         ["worker", "x:app", "--concurrency", "many"],
         ["worker", "x:app", "--drain-timeout", "nan"],
         ["worker", "x:app", "--lease", "soon"],
+        ["worker", "x:app", "--lease", "1e300"],
+        ["worker", "x:app", "--drain-timeout", "1e300"],
         ["no-such-verb"],
         [],
     ],

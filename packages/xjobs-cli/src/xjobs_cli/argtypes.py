@@ -5,16 +5,22 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from datetime import timedelta
 
 
 def seconds(text: str) -> float:
-    """A finite, non-negative number of seconds."""
+    """A finite, non-negative number of seconds that a `timedelta` can hold (the role's own
+    bounds are checked by the role, with its coded refusal)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds, 0 or more")
+    try:
+        timedelta(seconds=value)
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{text!r} is too many seconds") from None
     return value
 
 
