@@ -7,6 +7,7 @@ due now."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 
 import pytest
@@ -16,6 +17,7 @@ import xjobs
 from xjobs import JobContext, Retry, job
 from xjobs.contract.children import ChildGroup
 from xjobs.contract.driver import WAIT_FOREVER_MS, ClaimOptions, Nack, NewJob
+from xjobs.contract.retention import Retention
 from xjobs.ids import new_id_pair
 from xjobs_pg.install import SCHEMA_VERSION
 from xjobs_pg.schema import quote_schema
@@ -180,6 +182,30 @@ async def test_a_child_ending_after_the_park_makes_the_parked_parent_due(schema:
     assert [j.id for j in woken] == [parent.job_id]
     assert state is not None
     assert (state.failed, state.first_failed, state.resolved) == (1, 0, True)
+
+
+async def test_the_purge_keeps_the_children_of_a_live_parent_and_takes_a_purged_parents_groups(
+    schema: str,
+) -> None:
+    async with opened(schema) as backend:
+        jobs, children, retention = backend.jobs, backend.children, backend.retention
+        assert children is not None
+        assert retention is not None
+        await jobs.enqueue([new_job("parent", queue=PARENTS)])
+        (claimed,) = (await jobs.claim(ClaimOptions("w-p", {PARENTS: 1}, 30_000))).jobs
+        group = ChildGroup(claimed.id, claimed.run_id, PARENTS, "one", 1, wait=True, fail_fast=True)
+        await children.spawn(claimed.claim, group, 0, [new_job("child")])
+        (kid,) = (await jobs.claim(ClaimOptions("w-k", {"q": 1}, 30_000))).jobs
+        await jobs.ack(kid.claim)
+        # Every finished job is past its cut ten days from now.
+        later = Retention().cut(int(time.time() * 1000) + 10 * 86_400_000)
+        kept = await retention.purge("jobs", later, 100)
+        page = await children.children_page(claimed.run_id, "one", -1, 10)
+        await jobs.ack(claimed.claim)
+        purged = await retention.purge("jobs", later, 100)
+        state = await children.group(claimed.run_id, "one")
+    assert (kept, [row.state for row in page]) == (0, ["completed"])
+    assert (purged, state) == (2, None)
 
 
 def new_job(key: str, queue: str = "q") -> NewJob:

@@ -529,6 +529,9 @@ create table if not exists {schema}.child_groups (
     primary key (parent_run_id, step)
 );
 
+-- The purge of a finished parent deletes its groups by parent_id.
+create index if not exists child_groups_parent on {schema}.child_groups (parent_id);
+
 create table if not exists {schema}.child_shards (
     parent_run_id uuid not null,
     step text not null,

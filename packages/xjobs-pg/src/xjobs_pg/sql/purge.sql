@@ -7,6 +7,13 @@
 -- fragment: purge_finished
 'completed', 'failed', 'dead', 'cancelled'
 
+-- fragment: purge_orphan
+-- A finished job of alias j that no live parent may still read: a child of a live parent is
+-- kept (its result is read when the parent continues), whatever its age.
+(j.parent_id is null
+ or not exists (select 1 from {schema}.jobs pj
+                where pj.id = j.parent_id and pj.state in ('ready', 'running', 'waiting')))
+
 -- fragment: purge_cuts
 -- Each (state, job name) that has a finished row, found by a loose scan of jobs_purgeable (one
 -- index descent a pair), with the cut-off that applies to it: the name keep if it has one, else
@@ -35,8 +42,9 @@ cuts as (
 )
 
 -- name: purge_jobs
--- At most $5 finished jobs past their cut-off, oldest finish first in each group, with their
--- steps, attempt errors and event wait (each found by its key from the array of what went, so
+-- At most $5 finished jobs past their cut-off, oldest finish first in each group, but a child
+-- of a live parent (purge_orphan), with their steps, attempt errors, event wait and the child
+-- groups they spawned (each found by its key from the array of what went, so
 -- the side tables are read by index whatever the planner guesses of the batch). The delete checks the state and the finish again, so a
 -- job requeued (or finished again) since the scan is left alone. Counters are not touched: they
 -- count endings, not rows.
@@ -47,7 +55,7 @@ doomed as (
     cross join lateral (
         select j.id from {schema}.jobs j
         where j.state in ({purge_finished}) and j.state = c.state and j.name = c.name
-          and j.finished_at_ms < c.cutoff
+          and j.finished_at_ms < c.cutoff and {purge_orphan}
         order by j.finished_at_ms
         limit $5
     ) d
@@ -73,6 +81,17 @@ gone_waits as (
     delete from {schema}.event_waits w
     where w.job_id = any(array(select g.id from gone g))
     returning w.job_id
+),
+gone_groups as (
+    delete from {schema}.child_groups cg
+    where cg.parent_id = any(array(select g.id from gone g))
+    returning cg.parent_run_id, cg.step
+),
+gone_shards as (
+    delete from {schema}.child_shards cs
+    using gone_groups cg
+    where cs.parent_run_id = cg.parent_run_id and cs.step = cg.step
+    returning cs.shard
 )
 select count(*) as purged from gone;
 
@@ -82,7 +101,7 @@ with recursive {purge_cuts}
 select coalesce(sum((
     select count(*) from {schema}.jobs j
     where j.state in ({purge_finished}) and j.state = c.state and j.name = c.name
-      and j.finished_at_ms < c.cutoff
+      and j.finished_at_ms < c.cutoff and {purge_orphan}
 )), 0)::bigint as purged
 from cuts c;
 
