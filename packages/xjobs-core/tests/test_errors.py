@@ -70,6 +70,9 @@ STABLE_CODES = {
     "RateUnenforceableError": "XJOBS_RATE_UNENFORCEABLE",
     "TenantScopeInvalidError": "XJOBS_TENANT_SCOPE_INVALID",
     "TenantScopeSharedError": "XJOBS_TENANT_SCOPE_SHARED",
+    "ChildFailedError": "XJOBS_CHILD_FAILED",
+    "ChildTenantMismatchError": "XJOBS_CHILD_TENANT_MISMATCH",
+    "ChildrenInvalidError": "XJOBS_CHILDREN_INVALID",
 }
 
 
