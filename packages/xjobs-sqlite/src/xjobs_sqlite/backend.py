@@ -9,6 +9,7 @@ from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend, WakeSource
 from xjobs.options import finite_count
 from xjobs_sqlite.backfills import SqliteBackfillLedger
+from xjobs_sqlite.children import SqliteChildren
 from xjobs_sqlite.connection import Connection, linked_version
 from xjobs_sqlite.driver import SqliteJobDriver
 from xjobs_sqlite.events import SqliteEventBus
@@ -106,6 +107,7 @@ async def open_backend(
         outbox=SqliteOutboxStore(executor, source),
         backfills=SqliteBackfillLedger(executor),
         webhooks=SqliteWebhookLedger(executor),
+        children=SqliteChildren(executor, source),
         results=SqliteResults(executor, jobs, waiters),
         scheduler=SqliteSchedulerState(executor, source),
         leader=SqliteLeader(executor),

@@ -12,7 +12,7 @@ from xjobs.contract.driver import (
     ClaimOptions,
     ClaimResult,
 )
-from xjobs_sqlite import ledger
+from xjobs_sqlite import children_endings, ledger
 from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.rows import buried_job, claimed_job
 from xjobs_sqlite.sql import sql
@@ -52,6 +52,8 @@ def _buried(conn: Connection, options: ClaimOptions, now: int) -> list[BuriedJob
             error=LAPSED_ON_FINAL_ATTEMPT,
         )
         ledger.count(conn, row[2], "dead-lettered" if state == "dead" else "dropped", now)
+    if rows:
+        children_endings.ended(conn, [str(row[0]) for row in rows], now)
     return [buried_job(row) for row in rows]
 
 

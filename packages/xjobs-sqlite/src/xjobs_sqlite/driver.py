@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from xjobs.contract.backend import WakeSource
 from xjobs.contract.driver import (
@@ -17,11 +18,15 @@ from xjobs.contract.driver import (
     assert_claim_queues,
 )
 from xjobs_sqlite import moves, settle
+from xjobs_sqlite.children_endings import take_woken
 from xjobs_sqlite.claim import claim_pass
+from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.enqueue import enqueue_rows
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.rows import job_record
 from xjobs_sqlite.sql import sql
+
+T = TypeVar("T")
 
 
 class SqliteJobDriver:
@@ -34,6 +39,14 @@ class SqliteJobDriver:
         self._wake = wake
         # Told each job this process finished (a result waiter of this process wakes at once).
         self._settled = settled or (lambda _job_id: None)
+
+    async def _ending(self, work: Callable[[Connection], T]) -> T:
+        """A write that may end jobs, then the wake of each queue where it made a parked parent
+        due (the last ending of its children resolved the group)."""
+        out, woken = await self._x.write(lambda conn: (work(conn), take_woken()))
+        for queue in sorted(woken):
+            self._wake.emit(queue)
+        return out
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
         """Insert each job unless its id or a live job of its namespace answers it; one transaction."""
@@ -50,7 +63,7 @@ class SqliteJobDriver:
         """Bury exhausted lapsed leases, then claim in one update (the pass in one transaction)."""
         assert_claim_queues(options)
         now = self._x.now()
-        result = await self._x.write(lambda conn: claim_pass(conn, options, now))
+        result = await self._ending(lambda conn: claim_pass(conn, options, now))
         for job in result.buried:
             self._settled(job.id)
         return result
@@ -62,7 +75,7 @@ class SqliteJobDriver:
     async def complete(self, claim: Claim, result: str | None) -> bool:
         """Settle `completed` storing the body's result (JSON text); whether the fence held."""
         now = self._x.now()
-        landed = await self._x.write(lambda conn: settle.complete(conn, claim, now, result))
+        landed = await self._ending(lambda conn: settle.complete(conn, claim, now, result))
         if landed:
             self._settled(claim.job_id)
         return landed
@@ -72,7 +85,7 @@ class SqliteJobDriver:
         if not claims:
             return []
         now = self._x.now()
-        landed = await self._x.write(lambda conn: settle.complete_many(conn, claims, now))
+        landed = await self._ending(lambda conn: settle.complete_many(conn, claims, now))
         for claim, ok in zip(claims, landed, strict=True):
             if ok:
                 self._settled(claim.job_id)
@@ -81,7 +94,7 @@ class SqliteJobDriver:
     async def nack(self, claim: Claim, nack: Nack) -> bool:
         """Store the settle room's `Nack`; whether the fence held."""
         now = self._x.now()
-        landed = await self._x.write(lambda conn: settle.nack(conn, claim, nack, now))
+        landed = await self._ending(lambda conn: settle.nack(conn, claim, nack, now))
         if landed and nack.terminal:
             self._settled(claim.job_id)
         return landed
@@ -99,7 +112,7 @@ class SqliteJobDriver:
     async def cancel(self, job_id: str, reason: str | None = None) -> JobMove:
         """Cancel a live job; `finished` or `missing` otherwise."""
         now = self._x.now()
-        move = await self._x.write(lambda conn: moves.cancel(conn, job_id, reason, now))
+        move = await self._ending(lambda conn: moves.cancel(conn, job_id, reason, now))
         if move.status == "done":
             self._settled(job_id)
         return move

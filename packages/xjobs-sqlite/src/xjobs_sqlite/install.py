@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Final
 
+from xjobs_sqlite import children_endings
 from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.sql import split_statements, sql
 
-SCHEMA_VERSION: Final = 9
+SCHEMA_VERSION: Final = 10
 
 
 def installed_version(conn: Connection) -> int | None:
@@ -28,4 +29,5 @@ def install(conn: Connection, now_ms: int) -> None:
         return
     for statement in split_statements(sql("ddl")):
         conn.execute(statement)
+    children_endings.upgrade(conn)
     conn.execute(sql("set_version"), {"version": SCHEMA_VERSION, "now": now_ms})

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from xjobs.contract.driver import Claim, Nack
-from xjobs_sqlite import ledger
+from xjobs_sqlite import children_endings, ledger
 from xjobs_sqlite.connection import Connection
 from xjobs_sqlite.sql import sql
 
@@ -22,6 +22,8 @@ def complete(conn: Connection, claim: Claim, now: int, result: str | None) -> bo
     if row is None:
         return False
     ledger.count(conn, row[0], "completed", now)
+    if row[1] is not None:
+        children_endings.ended(conn, [claim.job_id], now)
     return True
 
 
@@ -32,6 +34,9 @@ def complete_many(conn: Connection, claims: Sequence[Claim], now: int) -> list[b
     rows = conn.execute(sql("ack_many"), {"claims": fences, "now": now}).fetchall()
     for name, n in Counter(str(row[1]) for row in rows).items():
         ledger.count(conn, name, "completed", now, n)
+    kids = [str(row[0]) for row in rows if row[2] is not None]
+    if kids:
+        children_endings.ended(conn, kids, now)
     landed = {str(row[0]) for row in rows}
     out: list[bool] = []
     for claim in claims:
@@ -67,6 +72,8 @@ def nack(conn: Connection, claim: Claim, settle: Nack, now: int) -> bool:
             error=settle.error,
         )
     ledger.count(conn, name, settle.outcome, now)
+    if settle.terminal:
+        children_endings.ended(conn, [claim.job_id], now)
     return True
 
 

@@ -26,6 +26,7 @@ SQL_FILES = (
     "webhooks.sql",
     "outbox.sql",
     "rates.sql",
+    "children.sql",
 )
 
 

@@ -3,19 +3,20 @@
 
 -- name: ack
 -- Completes the run (storing the body's result, null for none) and answers its name, for the
--- minute counter the same transaction bumps.
+-- minute counter the same transaction bumps, and its group (null: not a child), which the same
+-- transaction resolves when it is the last child of one (children.sql child_endings).
 update jobs
 set state = 'completed', lease_until_ms = null, finished_at_ms = :now, updated_at_ms = :now,
     result = :result
 where id = :job_id and state = 'running' and claimed_by = :worker_id and claims = :claims
-returning name;
+returning name, parent_run_id;
 
 -- name: ack_many
 -- Completes a batch of runs (no result) in one statement, each fenced on its own claim:
--- :claims is a JSON array of [job id, worker id, claims]. Answers each completed job's id and
--- name. One statement, not one a run: every statement the writer thread runs hands the GIL back
--- and waits to take it again from a busy event loop, so a batch of ten settled one by one spent
--- most of its time waiting (3.6 ms a batch, against 0.5 ms).
+-- :claims is a JSON array of [job id, worker id, claims]. Answers each completed job's id,
+-- name and group (null: not a child). One statement, not one a run: every statement the writer
+-- thread runs hands the GIL back and waits to take it again from a busy event loop, so a batch of
+-- ten settled one by one spent most of its time waiting (3.6 ms a batch, against 0.5 ms).
 update jobs
 set state = 'completed', lease_until_ms = null, finished_at_ms = :now, updated_at_ms = :now,
     result = null
@@ -26,7 +27,7 @@ from (
 ) as settled
 where jobs.id = settled.job_id and jobs.state = 'running'
   and jobs.claimed_by = settled.worker_id and jobs.claims = settled.claims
-returning jobs.id, jobs.name;
+returning jobs.id, jobs.name, jobs.parent_run_id;
 
 -- name: nack
 -- Stores the Nack the settle room decided, as handed: nothing here derives a state. A terminal
