@@ -138,6 +138,59 @@ async def test_a_fan_in_of_a_thousand_children_settled_by_four_workers_at_once(
     assert (record.state, total) == ("completed", sum(range(FAN)))
 
 
+async def test_a_cancel_of_the_parent_racing_its_childrens_endings_cancels_every_live_one(
+    schema: str,
+) -> None:
+    ran: list[int] = []
+    sixty = asyncio.Event()
+
+    @job(tenant="none", idempotency_key=kid_key, queue=KIDS, retry=Retry(attempts=1))
+    async def slow_kid(ctx: JobContext, input: Kid) -> int:
+        ran.append(input.n)
+        if len(ran) >= 60:
+            sixty.set()
+        await asyncio.sleep(0.02)
+        return input.n
+
+    @job(tenant="none", idempotency_key=fan_key, queue=PARENTS)
+    async def fan(ctx: JobContext, input: Fan) -> int:
+        results = await ctx.step.map("kids", slow_kid, [Kid(n=n) for n in range(input.count)])
+        return sum(results)
+
+    apps = [xjobs.App(url_of(schema), jobs=[fan, slow_kid], retention=None) for _ in range(3)]
+    for app in apps:
+        await app.__aenter__()
+    try:
+        enqueued = await fan.enqueue(Fan(key="fan-c", count=300))
+        fleet = asyncio.gather(
+            *(
+                app.run_worker(queues=[KIDS, PARENTS], until_idle=True, concurrency=SLOTS)
+                for app in apps
+            )
+        )
+        await sixty.wait()
+        cancelled = await apps[0].cancel_job(enqueued.job_id, "enough")
+        await fleet
+        backend = apps[0].backend
+        assert backend.children is not None
+        state = await backend.children.group(enqueued.run_id, "kids")
+    finally:
+        for app in apps:
+            await app.__aexit__(None, None, None)
+    async with session() as conn:
+        rows = await conn.fetch(
+            f"select state, count(*) as n from {quote_schema(schema)}.jobs "
+            "where parent_id is not null group by state"
+        )
+    states: dict[str, int] = {row["state"]: row["n"] for row in rows}
+    assert cancelled.state == "cancelled"
+    assert set(states) <= {"completed", "cancelled"}
+    assert sum(states.values()) == 300
+    assert states.get("cancelled", 0) > 0
+    assert state is not None
+    assert state.ended == 300
+
+
 async def test_a_group_whose_children_ended_before_the_park_parks_the_parent_due_now(
     schema: str,
 ) -> None:
