@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from xjobs.contract.children import ChildGroup
 from xjobs.contract.driver import Claim, ClaimOptions, Nack
 from xjobs.contract.introspection import COUNTED_OUTCOMES, JobFilter, JobPosition
 from xjobs.contract.rates import RateBucket
@@ -17,6 +18,13 @@ from xjobs.ids import new_id
 from xjobs.run.settle import ending, parking, retrying, shedding
 from xjobs.testing.rows import new_job
 from xjobs_pg.backfills import BackfillParams
+from xjobs_pg.children import (
+    CancelChildrenParams,
+    GroupKey,
+    PageParams,
+    ParkParams,
+    SpawnParams,
+)
 from xjobs_pg.operator_params import (
     BulkParams,
     CancelManyParams,
@@ -82,6 +90,7 @@ from xjobs_pg.webhooks import AttemptsParams, RecordParams
 NOW = 1_700_000_000_000
 JOB = new_job(tenant_id="org-1", run_at_ms=NOW, enqueued_by="user-1", traceparent="00-ab-cd-01")
 CLAIM = Claim(job_id=JOB.id, worker_id="worker-1", claims=2)
+GROUP = ChildGroup(JOB.id, JOB.run_id, "default", "kids", 1, wait=True, fail_fast=True)
 HOLDER = SlotHolder(job_id=JOB.id, claims=2)
 WAIT = EventWait(JOB.id, JOB.run_id, "default", "wait", "paid", '{"n": 1}', NOW, NOW + 1)
 STEP = StepRecord(JOB.run_id, "charge", "error", "1", "boom", 0, NOW)
@@ -187,6 +196,13 @@ SAMPLES: dict[str, Params] = {
     "backfill_get": One(JOB.run_id),
     "backfill_rows": BackfillParams(("fill", 50)),
     "backfill_completed": BackfillParams(("fill", "c1", "production", "org-1")),
+    "spawn_children": SpawnParams(NOW, CLAIM, GROUP, 0, [JOB], ["default"], "channel"),
+    "child_group": GroupKey(JOB.run_id, "kids"),
+    "park_children": ParkParams(NOW, CLAIM, parking(NOW), JOB.run_id, "kids"),
+    "child_page": PageParams(JOB.run_id, "kids", -1, 100),
+    "cancel_children": CancelChildrenParams(NOW, CLAIM, JOB.run_id, "kids"),
+    "cancel_descendants": CancelParams(NOW, JOB.id, "cancelled"),
+    "family": One(JOB.id),
     **{f"purge_{store}": PurgeParams.of(store, CUT, 100) for store in PURGE_STORES},
     **{
         f"purge_{store}_count": PurgeParams.of(store, CUT, None).first(PURGE_COUNT_ARITY[store])
