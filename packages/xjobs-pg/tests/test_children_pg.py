@@ -17,6 +17,7 @@ import xjobs
 from xjobs import JobContext, Retry, job
 from xjobs.contract.children import ChildGroup
 from xjobs.contract.driver import WAIT_FOREVER_MS, ClaimOptions, Nack, NewJob
+from xjobs.contract.introspection import JobFilter
 from xjobs.contract.retention import Retention
 from xjobs.ids import new_id_pair
 from xjobs_pg.install import SCHEMA_VERSION
@@ -189,6 +190,45 @@ async def test_a_cancel_of_the_parent_racing_its_childrens_endings_cancels_every
     assert states.get("cancelled", 0) > 0
     assert state is not None
     assert state.ended == 300
+
+
+async def test_a_bulk_cancel_of_parents_cancels_their_children_but_a_detached_one(
+    schema: str,
+) -> None:
+    async with opened(schema) as backend:
+        jobs, children, operator = backend.jobs, backend.children, backend.introspection
+        assert children is not None
+        assert operator is not None
+        await jobs.enqueue([new_job("parent", queue=PARENTS)])
+        (claimed,) = (await jobs.claim(ClaimOptions("w-p", {PARENTS: 1}, 30_000))).jobs
+        claim = claimed.claim
+        waited = ChildGroup(
+            claimed.id, claimed.run_id, PARENTS, "kids", 2, wait=True, fail_fast=True
+        )
+        loose = ChildGroup(
+            claimed.id,
+            claimed.run_id,
+            PARENTS,
+            "loose",
+            1,
+            wait=False,
+            fail_fast=False,
+            detached=True,
+        )
+        await children.spawn(claim, waited, 0, [new_job("kid-0"), new_job("kid-1")])
+        await children.spawn(claim, loose, 0, [new_job("loose-0")])
+        (running,) = (await jobs.claim(ClaimOptions("w-k", {"q": 1}, 30_000))).jobs
+        moved = await operator.cancel_many(JobFilter(queue=PARENTS), 10, "stop")
+        kids = await children.children_page(claimed.run_id, "kids", -1, 10)
+        detached = await children.children_page(claimed.run_id, "loose", -1, 10)
+        late = await jobs.ack(running.claim)
+        state = await children.group(claimed.run_id, "kids")
+    assert moved.moved == 1
+    assert [row.state for row in kids] == ["cancelled", "cancelled"]
+    assert [row.state for row in detached] == ["ready"]
+    assert late is False
+    assert state is not None
+    assert (state.ended, state.failed) == (2, 2)
 
 
 async def test_a_group_whose_children_ended_before_the_park_parks_the_parent_due_now(
