@@ -22,6 +22,7 @@ nox.options.sessions = [
     "tests-311",
     "parity",
     "parity-pgbouncer",
+    "parity-sqlite-apsw",
     "parity-redis-cluster",
     "parity-redis-floor",
     "faults",
@@ -282,6 +283,16 @@ def faults(session: nox.Session) -> None:
     """
     _sync(session, "--all-packages", "--group", "dev")
     _pytest(session, "tests/faults")
+
+
+@nox.session(name="parity-sqlite-apsw")
+def parity_sqlite_apsw(session: nox.Session) -> None:
+    """The SQLite parity suite on apsw (`?driver=apsw`, the xjobs-sqlite[apsw] extra: a bundled
+    current SQLite), in a venv holding only xjobs-core, xjobs-sqlite with that extra, pytest and
+    hypothesis."""
+    _sync(session, "--package", "xjobs-sqlite", "--extra", "apsw", "--no-default-groups")
+    session.install(_locked("pytest"), _locked("hypothesis"))
+    _parity_suite(session, "sqlite", XJOBS_TEST_SQLITE_DRIVER="apsw")
 
 
 @nox.session(name="parity-pgbouncer")
