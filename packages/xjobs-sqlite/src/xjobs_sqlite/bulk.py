@@ -33,7 +33,8 @@ def promote(conn: Connection, job_id: str, now: int) -> JobMove:
 
 
 def remove(conn: Connection, job_id: str) -> JobMove:
-    """Delete a finished job with its steps and errors; `live` or `missing` otherwise."""
+    """Delete a finished job with its steps, errors and the child groups its run spawned; `live`
+    or `missing` otherwise."""
     row = conn.execute(sql("remove"), {"id": job_id}).fetchone()
     if row is None:
         state = _state(conn, job_id)
@@ -42,6 +43,7 @@ def remove(conn: Connection, job_id: str) -> JobMove:
     conn.execute(sql("remove_steps"), {"run_id": record.run_id})
     conn.execute(sql("remove_wait"), {"run_id": record.run_id})
     conn.execute(sql("remove_errors"), {"job_id": record.id})
+    conn.execute(sql("remove_groups"), {"run_id": record.run_id})
     return JobMove("done", record)
 
 

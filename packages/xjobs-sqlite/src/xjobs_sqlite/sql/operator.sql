@@ -29,6 +29,10 @@ delete from steps where run_id = :run_id;
 -- name: remove_errors
 delete from attempt_errors where job_id = :job_id;
 
+-- name: remove_groups
+-- The child groups a removed job's run spawned (found by their key's first column).
+delete from child_groups where parent_run_id = :run_id;
+
 -- name: unfolded_minutes
 -- The closed minute buckets not folded yet.
 select distinct bucket_ms from counters

@@ -17,13 +17,17 @@ select (select count(*) from events where sent_at_ms < :before)
 
 -- name: finished_before
 -- The oldest finished jobs of one state before a cut (names with a keep of their own left out),
--- or of one name with its own keep (:name), read from jobs_purgeable.
+-- or of one name with its own keep (:name), read from jobs_purgeable; a child of a live parent is
+-- kept, whatever its age (its result is read when the parent continues).
 select id, run_id, finished_at_ms
 from jobs
 where state = :state and state in ('completed', 'failed', 'dead', 'cancelled')
   and finished_at_ms < :before
   and (:name is null or name = :name)
   and (:name is not null or name not in (select value from json_each(:own)))
+  and (parent_id is null
+       or not exists (select 1 from jobs p
+                      where p.id = jobs.parent_id and p.state in ('ready', 'running', 'waiting')))
 order by finished_at_ms, id
 limit :limit;
 
