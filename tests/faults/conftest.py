@@ -218,7 +218,7 @@ def _ledger_table() -> str:
 
 
 def _hostile_table() -> str:
-    backends = ("memory", "postgres", "redis")
+    backends = ("memory", "postgres", "redis", "sqlite")
     cases = list(dict.fromkeys(case for case, _ in harness.HOSTILE))
     head = "| Input | " + " | ".join(backends) + " |\n|---|" + "---|" * len(backends) + "\n"
     rows = [

@@ -73,6 +73,9 @@ AppHook = Callable[["App"], Awaitable[None]]
 class App:
     """A service's xjobs: `async with App(backend=url, jobs=[module]) as app:` opens it.
 
+    `backend` defaults to `sqlite:///xjobs.db` in the working directory (xjobs-sqlite); the
+    forgetful `memory://` only when asked for.
+
     `on_worker_start` / `on_worker_stop` run around `run_worker` in the worker's process (open a
     pool, warm a cache); `on_settled` is called after every ending settle that landed.
     `retention` is on by default (`DEFAULT_RETENTION`: finished jobs a day, failed and dead ones a
