@@ -194,6 +194,9 @@ def test_show_prints_the_record_the_redacted_input_the_steps_and_each_error(ops:
         "RuntimeError",
         "card declined for c1",
     )
+    # a job outside any workflow: no parent, no children (None where the backend keeps no
+    # child jobs: it does not declare `children`)
+    assert doc["family"] in ({"parent_id": None, "children": {}}, None)
 
 
 def test_show_through_url_withholds_the_input_the_key_and_the_step_results(ops: Ops) -> None:

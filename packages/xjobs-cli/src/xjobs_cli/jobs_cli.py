@@ -15,6 +15,7 @@ from xjobs.operate.filters import job_filter
 from xjobs_cli import moves_cli, pause_cli, shapes
 from xjobs_cli.argtypes import add_job_filters, states
 from xjobs_cli.errors import UsageError
+from xjobs_cli.family_view import family_lines, family_of
 from xjobs_cli.output import EXIT_OK, Body, emit
 from xjobs_cli.table import render
 from xjobs_cli.target import Subparsers, Target, add_operator_parser, opened, resolve
@@ -137,6 +138,7 @@ async def _show_job(target: Target, job_id: str) -> Body:
     async with opened(target) as app:
         detail = await app.operator.get_job(job_id)
         run = await backfill_run(app, app.operator, detail.record)
+        family = await family_of(app, job_id)
         now = app.clock.now_ms()
     return {
         "now_ms": now,
@@ -146,6 +148,7 @@ async def _show_job(target: Target, job_id: str) -> Body:
         "redaction": _redaction(target, detail),
         "steps": [shapes.step(s) for s in detail.steps],
         "errors": [shapes.attempt_error(e) for e in detail.errors],
+        "family": family,
     }
 
 
@@ -197,6 +200,7 @@ def _show_text(body: Body) -> str:
             for s in steps
         ]
         lines.append(render(["#", "name", "status", "at", "result / error"], rows, indent="  "))
+    lines += family_lines(body["family"])
     if body["backfill"] is not None:
         lines.append(_backfill_text(body["backfill"]))
     errors = body["errors"]
