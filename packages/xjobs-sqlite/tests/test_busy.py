@@ -53,3 +53,22 @@ async def test_a_lock_released_within_the_bound_is_waited_out(tmp_path: Path) ->
     finally:
         holder.close()
         await backend.close()
+
+
+@pytest.mark.asyncio
+async def test_an_open_of_a_current_file_takes_no_write_lock(tmp_path: Path) -> None:
+    """An App opened inside another connection's write transaction on the same file (Django's own
+    transaction, a script's) opens at once when the schema is current: the version is read, not
+    written, so the open does not wait on that transaction's lock."""
+    path = tmp_path / "xjobs.db"
+    first = await open_backend(file_url(path), clock=ManualClock())
+    await first.close()
+    holder = _hold_write_lock(path)
+    try:
+        again = await open_backend(
+            file_url(path), clock=ManualClock(), busy_timeout_ms=20, busy_retries=0
+        )
+        await again.close()
+    finally:
+        holder.execute("rollback")
+        holder.close()

@@ -15,7 +15,7 @@ from xjobs_sqlite.driver import SqliteJobDriver
 from xjobs_sqlite.events import SqliteEventBus
 from xjobs_sqlite.executor import Executor
 from xjobs_sqlite.guards import create_private, refuse_network_filesystem, wal_reset_fixed
-from xjobs_sqlite.install import install
+from xjobs_sqlite.install import install, is_current
 from xjobs_sqlite.introspection import SqliteIntrospection
 from xjobs_sqlite.outbox import SqliteOutboxStore
 from xjobs_sqlite.rates import SqliteRateStore
@@ -75,7 +75,7 @@ async def open_backend(
     executor = Executor(target, clock, BusyPolicy(busy_timeout_ms, busy_retries), idle=wake)
     await executor.start()
     try:
-        if install_schema:
+        if install_schema and not await executor.read(is_current):
             now = clock.now_ms()
             await executor.write(lambda conn: install(conn, now))
         health = await executor.writer.call(_settings, write=False)

@@ -22,6 +22,13 @@ def installed_version(conn: Connection) -> int | None:
     return None if row is None else int(row[0])
 
 
+def is_current(conn: Connection) -> bool:
+    """Whether the file's schema is at `SCHEMA_VERSION` already (read without a write lock, so an
+    open beside another connection's write transaction does not wait for it)."""
+    version = installed_version(conn)
+    return version is not None and version >= SCHEMA_VERSION
+
+
 def install(conn: Connection, now_ms: int) -> None:
     """Create what is missing (idempotent DDL) and record `SCHEMA_VERSION`, unless already current."""
     version = installed_version(conn)
