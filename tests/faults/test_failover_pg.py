@@ -25,6 +25,7 @@ import psycopg
 import pytest
 
 import xjobs
+from xjobs.contract.stores import OutboxStore
 from xjobs.errors import BackendUnavailableError
 from xjobs_pg.backend import asyncpg_dsn
 from xjobs_pg.servers import ServerUnavailable, unavailable
@@ -109,6 +110,10 @@ async def stage(scene: Scene, keys: list[str]) -> list[xjobs.EnqueueResult]:
     return staged
 
 
+async def _relayed(outbox: OutboxStore) -> bool:
+    return await outbox.pending() == 0
+
+
 async def _replayed(pair: ReplicaPair) -> bool:
     return await replay_lag_bytes(pair) == 0
 
@@ -186,7 +191,12 @@ async def test_a_standby_promoted_under_load(
         staged_keys = [f"staged-{n}" for n in range(STAGED)]
         scene.ledger.acknowledge_all(staged_keys, await stage(scene, staged_keys))
         await producing
-        ledger = await scene.settle(app, staged=True)
+        outbox = app.outbox_backend.outbox
+        assert outbox is not None
+        await until_async(lambda: _relayed(outbox), what="the relay to publish the staged jobs")
+        ledger = await scene.settle(
+            app
+        )  # staged=False: a job lost to the promotion is not waited for
         await until(lambda: leading(fleet[3]), what="the scheduler to lead on the new primary")
     report(
         scene, setting, feed, lag=lag, struck=struck, promoted=promoted, acked_before=acked_before
