@@ -108,6 +108,7 @@ class TestOpen:
             "rates",
             "backfills",
             "webhooks",
+            "children",
             "ack_many",
         }
 

@@ -11,6 +11,7 @@ import pytest
 from redis.crc import key_slot
 
 from xjobs.contract.backfills import BackfillStart
+from xjobs.contract.children import ChildGroup
 from xjobs.contract.driver import Claim, Nack
 from xjobs.contract.rates import RateBucket
 from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
@@ -18,6 +19,7 @@ from xjobs.contract.webhooks import LedgerPolicy, WebhookAttempt
 from xjobs.testing import rows
 from xjobs_redis.calls import (
     backfills,
+    children,
     events,
     fleet,
     jobs,
@@ -34,6 +36,7 @@ from xjobs_redis.scripts import lua_names, read_lua
 
 FAMILIES: tuple[ModuleType, ...] = (
     jobs,
+    children,
     fleet,
     events,
     scheduler,
@@ -56,6 +59,7 @@ CLAIM = Claim("j-1", "w-1", 3, "alpha")
 JOB = rows.new_job(queue="alpha")
 WAIT = EventWait("j-1", "r-1", "alpha", "paid", "order.paid", "{}", 0, None)
 HOLDER = SlotHolder("j-1", 3)
+GROUP = ChildGroup("j-1", "r-1", "alpha", "s", 2, True, True)
 STEP = StepRecord("r-1", "charge", "done", "1", None, 0, 0)
 INFO = WorkerInfo("w-1", "h", 1, ("alpha",), 0, 0)
 PARK = Nack("waiting", "suspended", 2_000, counts_as_attempt=False)
@@ -190,6 +194,21 @@ SAMPLES: dict[str, Callable[[], Call]] = {
     "rate_reserve": lambda: rates.rate_reserve(K, now=NOW, buckets=BUCKETS, count=8, hold_ms=200),
     "rate_abandon": lambda: rates.rate_abandon(K, now=NOW, buckets=BUCKETS),
     "rate_spent": lambda: rates.rate_spent(K, now=NOW, key="job:a"),
+    "child_fence": lambda: children.child_fence(K, queue="alpha", claim=CLAIM),
+    "child_group": lambda: children.child_group(
+        K, group=GROUP, first_index=0, child_keys=[K.job("beta", f"c-{i}") for i in range(ROWS)]
+    ),
+    "child_spawned": lambda: children.child_spawned(K, parent_run_id="r-1", step="s", upto=2),
+    "child_end": lambda: children.child_end(
+        K, parent_run_id="r-1", step="s", child_id="c-1", index=0, state="completed"
+    ),
+    "child_parked": lambda: children.child_parked(K, parent_run_id="r-1", step="s"),
+    "child_park": lambda: children.child_park(
+        K, now=NOW, queue="alpha", claim=CLAIM, nack=PARK, run_at_ms=None, group="g"
+    ),
+    "child_wake": lambda: children.child_wake(
+        K, now=NOW, queue="alpha", parent_id="j-1", parent_run_id="r-1", step="s"
+    ),
 }
 
 

@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 
 from xjobs.clock import Clock, ManualClock, SystemClock
 from xjobs.contract.backfills import BackfillStart
+from xjobs.contract.children import ChildGroup
 from xjobs.contract.driver import LAPSED_ON_FINAL_ATTEMPT, Claim, NewJob
 from xjobs.contract.rates import RateBucket
 from xjobs.contract.stores import EventWait, SlotHolder, StepRecord, WorkerInfo
@@ -22,6 +23,7 @@ from xjobs.testing import rows
 from xjobs_redis import registry
 from xjobs_redis.calls import (
     backfills,
+    children,
     events,
     fleet,
     jobs,
@@ -335,6 +337,7 @@ async def test_every_script_loads_and_runs_against_the_server(
     await _run_the_webhook_scripts(run, k)
     await _run_the_backfill_scripts(run, k, now)
     await _run_the_rate_scripts(run, k, now)
+    await _run_the_children_scripts(run, k, now)
 
     assert run.ran == set(lua_names())
 
@@ -389,6 +392,51 @@ async def _run_the_webhook_scripts(run: Recorder, k: Keys) -> None:
     record = webhooks.webhook_record(k, attempt=failed, policy=LedgerPolicy(disable_after=1))
     assert await run(record) == [1, "5"]
     assert await run(webhooks.webhook_enable(k, endpoint="e-1")) == 1
+
+
+async def _run_the_children_scripts(run: Recorder, k: Keys, now: str) -> None:
+    """A parent's one-child group: the fence, the page, the child's ack recording its ending, the
+    ending applied (twice: counted once), the park after it due now, and its wake, once."""
+    q = "kids"
+    await registry.join(run.x, k, [q])
+    parent, kid = _job(q), rows.new_job(name="script_kid", queue=q)
+    await run(jobs.enqueue(k, now=now, queue=q, jobs=[parent]))
+    await run(_claim(k, now, q))
+    claim = Claim(parent.id, "w-1", 1, q)
+    assert await run(children.child_fence(k, queue=q, claim=claim)) == 1
+    group = ChildGroup(parent.id, parent.run_id, q, "fan", 1, True, True)
+    page = children.child_group(k, group=group, first_index=0, child_keys=[k.job(q, kid.id)])
+    assert await run(page) == 1
+    link = json.dumps({"x": k.child_endings(q), "r": parent.run_id, "s": "fan", "i": 0})
+    await run(jobs.enqueue(k, now=now, queue=q, jobs=[kid], links=[link]))
+    spawned = children.child_spawned(k, parent_run_id=parent.run_id, step="fan", upto=1)
+    assert await run(spawned) == 1
+    (packed,), _ = await run(_claim(k, now, q))
+    kid_claim = Claim(kid.id, "w-1", json.loads(packed)[10], q)
+    assert await run(jobs.ack(k, now=now, queue=q, claim=kid_claim)) == 2  # an ending recorded
+    assert await run.x.client.hkeys(k.child_endings(q)) == [kid.id]
+    end = children.child_end(
+        k, parent_run_id=parent.run_id, step="fan", child_id=kid.id, index=0, state="completed"
+    )
+    assert await run(end) == [0]  # resolved; the parent has not parked yet
+    assert await run(end) == [0]  # counted once
+    assert await run.x.client.hmget(k.group(parent.run_id, "fan"), "ended", "resolved") == [
+        "1",
+        "1",
+    ]
+    mark = children.child_parked(k, parent_run_id=parent.run_id, step="fan")
+    assert await run(mark) == 1  # resolved already: the park is due now
+    park = children.child_park(
+        k, now=now, queue=q, claim=claim, nack=parking(2**50), run_at_ms=None,
+        group=k.group(parent.run_id, "fan"),
+    )  # fmt: skip
+    assert await run(park) == 1
+    assert await run.x.client.hget(k.job(q, parent.id), "state") == "waiting"
+    wake = children.child_wake(
+        k, now=now, queue=q, parent_id=parent.id, parent_run_id=parent.run_id, step="fan"
+    )
+    assert await run(wake) == 1
+    assert await run(wake) == 0  # woken once: no longer parked on the group
 
 
 async def _run_the_step_and_event_scripts(run: Recorder, k: Keys, now: str) -> None:

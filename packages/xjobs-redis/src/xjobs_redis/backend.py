@@ -13,6 +13,7 @@ from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend, WakeSource
 from xjobs.errors import SchemaInvalidError
 from xjobs_redis.backfills import RedisBackfillLedger
+from xjobs_redis.children import RedisChildren
 from xjobs_redis.client import connect, dial_one, is_cluster
 from xjobs_redis.driver import RedisJobDriver
 from xjobs_redis.errors import interpret_error
@@ -124,11 +125,12 @@ async def open_backend(
 
     expiry = Expiry()  # the retention policy every settling script reads, once the app keeps one
     events = RedisEventBus(executor, keys)
+    jobs = RedisJobDriver(executor, keys, expiry)
     backend = Backend(
         name="redis",
         url=url,
         clock=clock,
-        jobs=RedisJobDriver(executor, keys, expiry),
+        jobs=jobs,
         workers=RedisWorkerRegistry(executor, keys),
         slots=RedisSlotStore(executor, keys),
         rates=RedisRateStore(executor, keys),
@@ -136,9 +138,10 @@ async def open_backend(
         events=events,
         scheduler=RedisSchedulerState(executor, keys),
         leader=RedisLeader(executor, keys),
-        introspection=RedisIntrospection(executor, keys, clock),
-        results=RedisResults(executor, keys, expiry),
-        retention=RedisRetention(executor, keys, events, expiry),
+        introspection=RedisIntrospection(executor, keys, clock, jobs.endings),
+        results=RedisResults(executor, keys, expiry, jobs),
+        retention=RedisRetention(executor, keys, events, expiry, jobs.endings),
+        children=RedisChildren(executor, keys, jobs),
         backfills=RedisBackfillLedger(executor, keys),
         webhooks=RedisWebhookLedger(executor, keys),
         wake=source,

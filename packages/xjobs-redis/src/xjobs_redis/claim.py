@@ -20,6 +20,7 @@ from xjobs.contract.driver import (
 )
 from xjobs_redis.calls import fleet
 from xjobs_redis.calls import jobs as calls
+from xjobs_redis.endings import ChildEndings
 from xjobs_redis.executor import Call, Executor
 from xjobs_redis.keys import Keys, job_id_of
 from xjobs_redis.rows import buried_job, claimed_job
@@ -32,9 +33,10 @@ SWEEP_BOUND = 1000
 class ClaimPass:
     """Claims for one driver."""
 
-    def __init__(self, executor: Executor, keys: Keys) -> None:
+    def __init__(self, executor: Executor, keys: Keys, endings: ChildEndings) -> None:
         self._x = executor
         self._keys = keys
+        self._endings = endings  # a buried child's ending goes on to its group
 
     async def __call__(self, options: ClaimOptions) -> ClaimResult:
         assert_claim_queues(options)
@@ -51,12 +53,16 @@ class ClaimPass:
         replies = await self._x.batch(batch)
         claimed: list[tuple[int, int, str, ClaimedJob]] = []
         buried: list[BuriedJob] = []
-        for reply in replies[len(presence) :]:
+        burying: list[str] = []
+        for queue, reply in zip(counts, replies[len(presence) :], strict=True):
             jobs, lapsed = reply
+            if lapsed:
+                burying.append(queue)
             for packed in jobs:
                 job, run_at = claimed_job(str(packed), options.worker_id)
                 claimed.append((job.priority, run_at, job.id, job))
             buried.extend(buried_job(fields) for fields in lapsed)  # as buried: by lapse
+        await self._endings.deliver(burying)
         claimed.sort(key=lambda entry: entry[:3])
         return ClaimResult(jobs=tuple(entry[3] for entry in claimed), buried=tuple(buried))
 

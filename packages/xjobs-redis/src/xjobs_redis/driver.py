@@ -16,6 +16,7 @@ from xjobs.contract.driver import (
 )
 from xjobs_redis.calls import jobs as calls
 from xjobs_redis.claim import ClaimPass
+from xjobs_redis.endings import ChildEndings
 from xjobs_redis.executor import Call, Command, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queue_of, queues, reader
@@ -39,16 +40,20 @@ class RedisJobDriver:
         self._k = keys
         # The retention policy every settle passes its script (a finished job's keys expire).
         self._expiry = expiry or Expiry()
-        self._claim = ClaimPass(executor, keys)
+        # A child's terminal script records its ending; these steps carry it to its group.
+        self.endings = ChildEndings(executor, keys)
+        self._claim = ClaimPass(executor, keys, self.endings)
         self._registry = QueueRegistry(executor, keys)
 
     # -- enqueue and claim --------------------------------------------------------------------
 
-    async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+    async def enqueue(
+        self, jobs: Sequence[NewJob], *, links: Sequence[str] | None = None
+    ) -> list[EnqueueResult]:
         """One round trip: one `enqueue.lua` per queue (pipelined when there are several), each
         publishing its wake when it inserted a due row; a queue this driver has not seen joined
         joins the queue set in that round trip on one server, in three more on a Cluster
-        (`xjobs_redis.registry`)."""
+        (`xjobs_redis.registry`). `links[i]` links `jobs[i]` to its child group (a spawn)."""
         if not jobs:
             return []
         by_queue: dict[str, list[int]] = {}
@@ -56,7 +61,16 @@ class RedisJobDriver:
             by_queue.setdefault(job.queue, []).append(index)
         now = self._x.now()
         batch = [
-            (queue, calls.enqueue(self._k, now=now, queue=queue, jobs=[jobs[i] for i in indexes]))
+            (
+                queue,
+                calls.enqueue(
+                    self._k,
+                    now=now,
+                    queue=queue,
+                    jobs=[jobs[i] for i in indexes],
+                    links=None if links is None else [links[i] for i in indexes],
+                ),
+            )
             for queue, indexes in by_queue.items()
         ]
         replies = await self._registry.enqueue(batch)
@@ -77,7 +91,14 @@ class RedisJobDriver:
             return False
         keep = self._expiry.json
         call = calls.ack(self._k, now=self._x.now(), queue=queue, claim=claim, keep=keep)
-        return bool(await self._x.run(call) == 1)
+        return await self.settled(queue, await self._x.run(call))
+
+    async def settled(self, queue: str, reply: object) -> bool:
+        """A fenced settle's reply as landed or not; a child's ending it recorded (reply 2) is
+        delivered to its group first."""
+        if reply == 2:
+            await self.endings.deliver([queue])
+        return reply in (1, 2)
 
     async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:
         """One `ack_many.lua` a queue, each run in it fenced on its own claim, all in one
@@ -94,9 +115,15 @@ class RedisJobDriver:
             calls.ack_many(self._k, now=now, queue=q, claims=[claims[i] for i in sent], keep=keep)
             for q, sent in by_queue.items()
         ]
-        for sent, replies in zip(by_queue.values(), await self._x.batch(batch), strict=True):
+        ended: list[str] = []
+        for (queue, sent), replies in zip(
+            by_queue.items(), await self._x.batch(batch), strict=True
+        ):
             for i, reply in zip(sent, replies, strict=True):
-                landed[i] = reply == 1
+                landed[i] = reply in (1, 2)
+            if 2 in replies:
+                ended.append(queue)
+        await self.endings.deliver(ended)
         return landed
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
@@ -105,7 +132,7 @@ class RedisJobDriver:
             return False
         now, keep = self._x.now(), self._expiry.json
         call = calls.nack(self._k, now=now, queue=queue, claim=claim, nack=nack, keep=keep)
-        return bool(await self._x.run(call) == 1)
+        return await self.settled(queue, await self._x.run(call))
 
     async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
         queue = await queue_of(self._x, self._k, claim)
@@ -139,6 +166,9 @@ class RedisJobDriver:
             answer_records=True,
         )
         (reply,) = await self._x.run(call)
+        if reply[0] == "cancelled":
+            await self.endings.deliver([queue])
+            await self.endings.cascade([self._k.job(queue, job_id)])
         return job_move(reply)
 
     async def requeue(self, job_id: str) -> JobMove:

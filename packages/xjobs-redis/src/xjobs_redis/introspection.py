@@ -33,6 +33,7 @@ from xjobs_redis.calls import events as event_calls
 from xjobs_redis.calls import jobs as job_calls
 from xjobs_redis.calls import operator as calls
 from xjobs_redis.counters import read_counters, roll_up
+from xjobs_redis.endings import ChildEndings
 from xjobs_redis.executor import Call, Command, Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queues
@@ -57,10 +58,13 @@ NAMESPACE_FIELDS = ("name", "tenant_id", "idempotency_key")
 class RedisIntrospection:
     """`JobIntrospection` over one Redis backend's keys."""
 
-    def __init__(self, executor: Executor, keys: Keys, clock: Clock) -> None:
+    def __init__(
+        self, executor: Executor, keys: Keys, clock: Clock, endings: ChildEndings | None = None
+    ) -> None:
         self._x = executor
         self._k = keys
         self._clock = clock
+        self._endings = endings or ChildEndings(executor, keys)
         self._pauses = Pauses(executor, keys, clock)
 
     async def _queues(self, where: JobFilter | None = None) -> list[str]:
@@ -166,13 +170,23 @@ class RedisIntrospection:
         picked, remaining = await self._select(where, states, limit)
         error = f"cancelled: {reason}" if reason else "cancelled"
         now = self._x.now()
+        by_queue = _by_queue(picked)
         batch = [
             job_calls.cancel(
                 self._k, now=now, queue=q, job_ids=ids, error=error, answer_records=False
             )
-            for q, ids in _by_queue(picked).items()
+            for q, ids in by_queue.items()
         ]
-        return BulkResult(_moved(await self._x.batch(batch), "cancelled"), remaining)
+        replies = await self._x.batch(batch)
+        cancelled = [
+            self._k.job(q, job_id)
+            for (q, ids), reply in zip(by_queue.items(), replies, strict=True)
+            for job_id, answer in zip(ids, reply, strict=True)
+            if str(answer[0]) == "cancelled"
+        ]
+        await self._endings.deliver(by_queue)
+        await self._endings.cascade(cancelled)  # their live non-detached descendants
+        return BulkResult(_moved(replies, "cancelled"), remaining)
 
     async def promote_many(self, where: JobFilter, limit: int) -> BulkResult:
         if where.states and "ready" not in where.states:

@@ -26,6 +26,7 @@ JOB_MARK: Final = ":job:"
 COUNTER_TIERS: Final = ("minute", "hour", "day")
 QUEUE_TAGS_KEPT: Final = 1024  # the most queue names whose validated key head is remembered
 # An event name in one tenant (`event_topic`): the name, then `@` and the tenant percent-encoded.
+RUN_ID: Final = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 EVENT_TOPIC: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}(@[A-Za-z0-9_.~%-]+)?")
 
 
@@ -64,6 +65,11 @@ class Keys:
     def job(self, queue: str, job_id: str) -> str:
         """The job's HASH; index members are these names, so a script never builds one."""
         return f"{self._queue(queue)}{JOB_MARK}{job_id}"
+
+    def queue_of_job(self, job_key: str) -> str:
+        """The queue a job key (`job`) names."""
+        head = f"{self.prefix}:{{{self.prefix}:"
+        return job_key[len(head) : job_key.index("}" + JOB_MARK)]
 
     def settled_channel(self, queue: str) -> str:
         """The pub/sub channel a settle publishes a WATCHED job's id on (a result waiter's)."""
@@ -156,6 +162,34 @@ class Keys:
     def counters_folded(self, queue: str) -> str:
         """STRING: the minute bucket every earlier minute bucket of the queue was folded before."""
         return f"{self._queue(queue)}:counters_folded"
+
+    def child_endings(self, queue: str) -> str:
+        """HASH child id -> the JSON of its first ending not yet applied to its group (the child's
+        terminal script writes it, `xjobs_redis.endings` delivers it and drops it)."""
+        return f"{self._queue(queue)}:child_endings"
+
+    # -- child groups (one parent run's groups share the tag `{<prefix>:grp:<run id>}`) --------
+
+    def _run_groups(self, parent_run_id: str) -> str:
+        return f"{self.prefix}:{{{self.prefix}:grp:{_valid_run(parent_run_id)}}}"
+
+    def run_groups(self, parent_run_id: str) -> str:
+        """SET of the steps of one parent run that hold a child group (the cancel cascade and
+        `family` read it)."""
+        return f"{self._run_groups(parent_run_id)}:steps"
+
+    def group(self, parent_run_id: str, step: str) -> str:
+        """HASH of one child group: its declaration and its counts (spawned, ended, failed,
+        first_failed, resolved, parked)."""
+        return f"{self._run_groups(parent_run_id)}:group:{quote(step, safe='')}"
+
+    def group_members(self, parent_run_id: str, step: str) -> str:
+        """ZSET of a group's children: member the child's job key, score its index."""
+        return f"{self._run_groups(parent_run_id)}:members:{quote(step, safe='')}"
+
+    def group_ended(self, parent_run_id: str, step: str) -> str:
+        """SET of the ids of a group's children whose ending was counted (each once)."""
+        return f"{self._run_groups(parent_run_id)}:ended:{quote(step, safe='')}"
 
     # -- global -------------------------------------------------------------------------------
 
@@ -294,6 +328,13 @@ def _tier(tier: str) -> str:
 def job_id_of(job_key: str) -> str:
     """The job id a job key names (the text after `:job:`)."""
     return job_key.split(JOB_MARK, 1)[1]
+
+
+def _valid_run(run_id: str) -> str:
+    """A run id as a key part: no brace (it sits inside a hash tag), no colon."""
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        raise ValueError(f"{run_id!r} is not a run id")
+    return run_id
 
 
 def _valid_topic(topic: str) -> str:

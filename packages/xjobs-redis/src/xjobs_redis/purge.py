@@ -8,6 +8,7 @@ from xjobs.contract.driver import FINISHED_STATES
 from xjobs.contract.retention import COUNTER_TIERS, RETAINED_STATES, Keep, PurgeCut, PurgeStore
 from xjobs.contract.stores import EventBus
 from xjobs_redis.calls import purge as calls
+from xjobs_redis.endings import ChildEndings
 from xjobs_redis.executor import Command, Executor
 from xjobs_redis.keys import Keys, job_id_of
 from xjobs_redis.locate import queues
@@ -40,11 +41,19 @@ class Expiry:
 class RedisRetention:
     """Purges in scripts of one queue (one slot) each; a batch looks at `limit` members at most."""
 
-    def __init__(self, executor: Executor, keys: Keys, events: EventBus, expiry: Expiry) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        keys: Keys,
+        events: EventBus,
+        expiry: Expiry,
+        endings: ChildEndings | None = None,
+    ) -> None:
         self._x = executor
         self._k = keys
         self._events = events
         self.expiry = expiry
+        self._endings = endings or ChildEndings(executor, keys)
 
     def keep(self, policy: Keep | None) -> None:
         self.expiry.adopt(policy)
@@ -57,6 +66,8 @@ class RedisRetention:
 
     async def _run(self, store: PurgeStore, cut: PurgeCut, limit: int | None, *, dry: bool) -> int:
         if store == "jobs":
+            if not dry:  # the sweep: endings a killed process left between their steps
+                await self._endings.sweep()
             return await self._jobs(cut, limit, dry=dry)
         if store == "counters":
             return await self._counters(cut, limit, dry=dry)
@@ -113,6 +124,7 @@ class RedisRetention:
                     jobs=due,
                 )
                 gone = int(await self._x.run(call)) if due else 0
+                await self._endings.forget([(queue, job_id, run) for job_id, run in due if run])
                 purged, skip = purged + gone, skip + len(members) - gone
             if len(members) < size:
                 break
@@ -123,10 +135,13 @@ class RedisRetention:
     ) -> list[tuple[str, str | None]]:
         """Which members are past their cut-off, as (id, run id) (`None`: the HASH expired)."""
         rows = await self._x.batch([_fields(m) for m in members])
+        held = await self._endings.held([str(row[-1]) for row in rows if row[-1] is not None])
         due: list[tuple[str, str | None]] = []
-        for member, (found, short_name, name, finished, short_run, run_id) in zip(
+        for member, (found, short_name, name, finished, short_run, run_id, link) in zip(
             members, rows, strict=True
         ):
+            if link is not None and str(link) in held:
+                continue  # a finished child of a live parent: its parent reads its result later
             name, run_id = short_name or name, short_run or run_id  # a short field, else its twin
             if found is None:
                 due.append((job_id_of(member), None))
@@ -161,7 +176,7 @@ def _oldest(index: str, upto_ms: int, skip: int, size: int) -> Command:
 
 
 def _fields(job: str) -> Command:
-    fields = ("state", *stored_names("name"), "finished_at_ms", *stored_names("run_id"))
+    fields = ("state", *stored_names("name"), "finished_at_ms", *stored_names("run_id"), "link")
     return lambda pipe: pipe.hmget(job, fields)
 
 

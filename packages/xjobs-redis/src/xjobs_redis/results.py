@@ -15,6 +15,7 @@ import contextlib
 from xjobs.contract.driver import LIVE_STATES, Claim
 from xjobs.contract.results import StoredResult
 from xjobs_redis.calls import jobs as calls
+from xjobs_redis.driver import RedisJobDriver
 from xjobs_redis.executor import Executor
 from xjobs_redis.keys import Keys
 from xjobs_redis.locate import locate, queue_of
@@ -25,10 +26,17 @@ from xjobs_redis.rows import JOB_DEFAULTS, job_state, stored_names
 class RedisResults:
     """`ResultStore` over the job HASHes: the `result` field beside `state` and `last_error`."""
 
-    def __init__(self, executor: Executor, keys: Keys, expiry: Expiry | None = None) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        keys: Keys,
+        expiry: Expiry | None = None,
+        jobs: RedisJobDriver | None = None,
+    ) -> None:
         self._x = executor
         self._k = keys
         self._expiry = expiry or Expiry()
+        self._jobs = jobs or RedisJobDriver(executor, keys, self._expiry)
 
     async def complete(self, claim: Claim, result: str) -> bool:
         queue = await queue_of(self._x, self._k, claim)
@@ -36,7 +44,7 @@ class RedisResults:
             return False
         now, keep = self._x.now(), self._expiry.json
         call = calls.ack(self._k, now=now, queue=queue, claim=claim, result=result, keep=keep)
-        return bool(await self._x.run(call) == 1)
+        return await self._jobs.settled(queue, await self._x.run(call))
 
     async def read(self, job_id: str) -> StoredResult | None:
         queue = await locate(self._x, self._k, job_id)

@@ -30,9 +30,17 @@ def counter_keys(k: Keys, queue: str) -> list[str]:
     return [k.counters(queue, "minute"), k.counter_index(queue, "minute")]
 
 
-def enqueue(k: Keys, *, now: str, queue: str, jobs: Sequence[NewJob]) -> Call:
+def enqueue(
+    k: Keys,
+    *,
+    now: str,
+    queue: str,
+    jobs: Sequence[NewJob],
+    links: Sequence[str] | None = None,
+) -> Call:
     """One queue's batch, in order: each job's HASH key and its row's JSON (a throttled row's
-    namespace key follows the job keys, its index in KEYS in the row as `tk`)."""
+    namespace key follows the job keys, its index in KEYS in the row as `tk`; a child's row
+    carries its `link` to its group, `xjobs_redis.children`)."""
     keys = [
         k.ready(queue),
         k.delayed(queue),
@@ -45,6 +53,8 @@ def enqueue(k: Keys, *, now: str, queue: str, jobs: Sequence[NewJob]) -> Call:
     for r, job in enumerate(jobs):
         if job.debounce_ms is not None or job.throttle_ms is not None:
             rows[r] = _flow_row(k, keys, rows[r], job)
+    for r, link in enumerate(links or ()):
+        rows[r] = json.dumps({**json.loads(rows[r]), "link": link}, ensure_ascii=False)
     return Call("enqueue", keys, [now, queue, k.wake_channel(), *rows])
 
 

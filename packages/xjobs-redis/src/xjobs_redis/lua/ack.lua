@@ -16,7 +16,8 @@
 -- ARGV[4]  the retention policy's JSON, or '' when retention is off or the run unknown (lib's
 --          expire_finished)
 -- ARGV[5]  the body's result as JSON, or '' for none (a plain ack)
--- reply: 1 when the fence held and the job completed, 0 when it missed (nothing written)
+-- reply: 1 when the fence held and the job completed (2 when a child's ending was recorded:
+--        lib's record_ending), 0 when it missed (nothing written)
 
 local now = clock_ms(ARGV[1])
 local queue = {KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]}

@@ -14,7 +14,8 @@
 -- ARGV[2]      the retention policy's JSON, or '' when retention is off (lib's expire_finished;
 --              a run whose steps key is its job key sets no expiry, as ack.lua is passed '')
 -- ARGV[1 + 2r]  run r's claim: its worker id, then (ARGV[2 + 2r]) its claims counter
--- reply: one 1 (the run completed) or 0 (its fence missed, nothing written) a run, in order
+-- reply: one 1 (the run completed; 2 when a child's ending was recorded) or 0 (its fence missed,
+--        nothing written) a run, in order
 
 local now = clock_ms(ARGV[1])
 local queue = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}

@@ -1,7 +1,8 @@
 -- cancel: cancel each given job of one queue, fenced on the live states (ready, running,
 -- waiting); a finished job is left as it is. A running job's holder sees its next heartbeat miss
 -- (the state is no longer running). Each cancel moves its name's `cancelled` counter and
--- publishes a watched job's id to its waiter.
+-- publishes a watched job's id to its waiter; a child's ending is recorded (lib's record_ending:
+-- the caller delivers the queue's endings after it).
 -- KEYS[1]      ready ZSET of the queue
 -- KEYS[2]      delayed ZSET of the queue
 -- KEYS[3]      leased ZSET of the queue
@@ -40,6 +41,7 @@ for r = 10, #KEYS do
     file_finished(job, KEYS[5])
     count_ending(KEYS[8], KEYS[9], f[2], 'cancelled', now)
     notify_settled(job)
+    record_ending(job, 'cancelled')
     out[#out + 1] = {'cancelled', ARGV[3] == '1' and whole(job) or {}}
   end
 end

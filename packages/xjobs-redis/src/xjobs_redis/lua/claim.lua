@@ -2,7 +2,7 @@
 -- lapsed leases (at most ARGV[6]) on their final attempt (attempt >= max_attempts) are buried
 -- (dead, or failed without dead_letter: the lapse recorded as the attempt's error, the ending
 -- counted, the job out of the live index by creation, a watched one's id published to its
--- waiter), the others become candidates beside
+-- waiter, a child's ending recorded for its group), the others become candidates beside
 -- ready; up to ARGV[2] candidates in claim order (priority, run_at, id) move to running under a
 -- new claim. The pauses are read here: a paused queue takes nothing (it still promotes and
 -- buries), and a job of a paused name is passed over where it stands (at most ARGV[6] of them
@@ -80,6 +80,7 @@ for _, job in ipairs(redis.call('ZRANGEBYSCORE', leased, '-inf', now, 'LIMIT', 0
     record_error(KEYS[11], f[9], f[2], f[8], now, ARGV[5])
     count_ending(KEYS[12], KEYS[13], f[7], state == 'dead' and 'dead-lettered' or 'dropped', now)
     notify_settled(job)
+    record_ending(job, state)
     buried[#buried + 1] = jget(job, 'id', 'run_id', 'name', 'queue', 'tenant_id',
       'payload', 'state', 'attempt')
   elseif not (held and held[f[7]]) then

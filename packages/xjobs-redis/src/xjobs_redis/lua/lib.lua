@@ -232,6 +232,10 @@ local function enqueue_row(job, ready, delayed, live, created, row, now)
       put[#put + 1] = optional[field]
     end
   end
+  if given(row.link) then
+    put[#put + 1] = 'link'
+    put[#put + 1] = row.link
+  end
   redis.call('HSET', job, unpack(put))
   if run_at <= now then
     redis.call('ZADD', ready, ready_score(row.priority, run_at), job)
@@ -629,6 +633,20 @@ local function notify_settled(job)
   tell_waiter(job, redis.call('HGET', job, 'watch'))
 end
 
+-- A child's first ending (any finished state), recorded in its queue's endings HASH (the key its
+-- `link` names, in this slot) for xjobs_redis.endings to apply to its group (another slot): a
+-- child counts once (`counted`), so a requeued child's second ending records nothing. Answers 1
+-- when it recorded one, else 0 (a job that is not a child costs one HGET).
+local function record_ending(job, state)
+  local link = redis.call('HGET', job, 'link')
+  if not link or redis.call('HSETNX', job, 'counted', '1') == 0 then
+    return 0
+  end
+  local endings = cjson.decode(link).x
+  redis.call('HSET', endings, job_id_of(job), cjson.encode({link = link, state = state}))
+  return 1
+end
+
 -- What complete_run reads of a job: the fence (as holds_claim), every column the settle reads,
 -- and its waiter's channel.
 local COMPLETE_READ = jplan('state', 'claimed_by', 'claims', 'name', 'tenant_id',
@@ -637,9 +655,10 @@ local COMPLETE_READ = jplan('state', 'claimed_by', 'claims', 'name', 'tenant_id'
 -- Settle a run completed, fenced on state running AND the claim (claimed_by, claims): the job
 -- leaves the leased index and the live index by creation, releases its namespace, is filed in
 -- `completed` (with its retention's expiry, its `steps` HASH too), its name's `completed`
--- counter moves, a watched one's id is published to its waiter, and `result` (JSON; '' for none)
--- is stored. `queue` holds the queue's keys: leased, live, completed, created, and its minute
--- counters HASH and index (counter, index). Answers 1, or 0 when the fence missed (nothing
+-- counter moves, a watched one's id is published to its waiter, `result` (JSON; '' for none)
+-- is stored, and a child's ending is recorded (record_ending). `queue` holds the queue's keys:
+-- leased, live, completed, created, and its minute counters HASH and index (counter, index).
+-- Answers 1 (2 when a child's ending was recorded), or 0 when the fence missed (nothing
 -- written). ack.lua and ack_many.lua.
 local function complete_run(job, steps, queue, worker_id, claims, keep, result, now)
   -- the fence (as holds_claim), every column the settle reads and the waiter, in one read
@@ -660,5 +679,5 @@ local function complete_run(job, steps, queue, worker_id, claims, keep, result, 
   expire_finished(job, steps, 'completed', keep)
   count_ending(queue[5], queue[6], f[4], 'completed', now)
   tell_waiter(job, f[8])
-  return 1
+  return 1 + record_ending(job, 'completed')
 end

@@ -33,7 +33,8 @@
 -- ARGV[11]  the retention policy's JSON, or '' when retention is off or the run unknown (lib's
 --           expire_finished)
 -- ARGV[12]  the outcome when it is counted, else ''
--- reply: 1 when the fence held and the job settled, 0 when it missed (nothing written)
+-- reply: 1 when the fence held and the job settled (2 when a child's terminal ending was
+--        recorded: lib's record_ending), 0 when it missed (nothing written)
 
 local now = clock_ms(ARGV[1])
 local job, state = KEYS[1], ARGV[4]
@@ -41,6 +42,7 @@ if not holds_claim(job, ARGV[2], ARGV[3]) then
   return 0
 end
 local f = jget(job, 'attempt', 'name')
+local ended = 0
 drop_lease(job, KEYS[4], ARGV[7] == '1')
 if ARGV[5] == '1' then
   redis.call('HSET', job, 'state', state, 'finished_at_ms', now)
@@ -49,6 +51,7 @@ if ARGV[5] == '1' then
   file_finished(job, KEYS[6])
   expire_finished(job, KEYS[12], state, ARGV[11])
   notify_settled(job)
+  ended = record_ending(job, state)
 else
   local run_at = ARGV[6] ~= '' and tonumber(ARGV[6]) or now
   reschedule(job, KEYS[2], KEYS[3], state, run_at, now)
@@ -63,4 +66,4 @@ if ARGV[8] == '1' then
 end
 redis.call('HSET', job, 'updated_at_ms', now)
 count_ending(KEYS[10], KEYS[11], f[2], ARGV[12], now)
-return 1
+return 1 + ended
