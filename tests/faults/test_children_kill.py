@@ -1,9 +1,16 @@
-"""Faults: `kill -9` of workers while a parent maps 1,000 children on Postgres (issue 44).
+"""Faults: `kill -9` of workers while a parent maps 1,000 children, on Postgres, Redis and a
+SQLite file (issue 44).
 
 Promised: every child runs and is counted into its group once (a child whose worker died is
 claimable again when its lease lapses and is settled by another worker; its ack lands once), and
 the parent continues exactly once: the wake is written by the last child's own ending, never by
 a poll, so a worker dying before, during or after the fan-in neither loses the wake nor repeats it.
+
+On Redis a child's ending crosses three slots: an ending a kill cut between its steps stays in its
+queue's `child_endings` HASH until the next delivery on that queue (any later child's settle) or
+the retention purge's sweep. Here the kills land at 300 and 700 child runs, so later children's
+settles deliver what they cut: the scenario needs no purge (the apps run with `retention=None`, no
+scheduler runs one), and it checks that no ending is left undelivered at the end.
 
 The worker processes run `xjobs worker test_children_kill:app` (this module, imported on its own
 in the fault suite's folder: the harness is imported only under pytest).
@@ -19,15 +26,18 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 import pytest
 import pytest_asyncio
 from pydantic import BaseModel
+from redis.asyncio import Redis
 
 import xjobs
 from xjobs_pg.backend import asyncpg_dsn
 from xjobs_pg.schema import quote_schema
+from xjobs_redis.keys import Keys
 
 if __package__:  # under pytest; a worker process imports this module alone
     from .harness import LEASE_S, Proc, Scene, Target, until
@@ -92,10 +102,15 @@ async def fan(ctx: xjobs.JobContext, input: Fan) -> int:
 app = xjobs.App(URL, jobs=[fan, kid], retention=None)
 
 
-@pytest.fixture
-def fan_scene(pg_target: Target, tmp_path: Path) -> Iterator[Scene]:
-    """A Postgres scene of this file's own app; its processes stopped by pid afterwards."""
-    scene = Scene("kill -9 workers mid-fan-in", "postgres", pg_target.url, tmp_path)
+TARGETS = {"postgres": "pg_target", "redis": "redis_target", "sqlite": "sqlite_target"}
+
+
+@pytest.fixture(params=list(TARGETS))
+def fan_scene(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Scene]:
+    """A scene of this file's own app on each backend; its processes stopped by pid afterwards.
+    (Its own parameter, not the suite's `target`: conftest's `ON_A_FILE` would deselect SQLite.)"""
+    target: Target = request.getfixturevalue(TARGETS[request.param])
+    scene = Scene("kill -9 workers mid-fan-in", target.engine, target.url, tmp_path)
     try:
         yield scene
     finally:
@@ -141,6 +156,7 @@ async def test_kill_9_of_workers_mid_fan_in_continues_the_parent_once(
     parent_host = next(p for p in workers if p.pid == first_run["pid"])
     scene.kill(parent_host)
     replacements = [fan_worker(scene)]  # a supervisor brings one back (not waited for here)
+    killed = [parent_host]
     # Then two more workers die while the children run, each the one that started a child last.
     for done in (300, 700):
 
@@ -150,7 +166,8 @@ async def test_kill_9_of_workers_mid_fan_in_continues_the_parent_once(
         await until(reached, what=f"{done} child runs")
         alive = {p.pid: p for p in scene.procs if p.alive}
         busy = [row["pid"] for row in scene.effects.rows("kid") if row["pid"] in alive]
-        scene.kill(alive[busy[-1]])
+        killed.append(alive[busy[-1]])  # maybe a replacement: it may run children already
+        scene.kill(killed[-1])
         replacements.append(fan_worker(scene))
     total = await enqueued.result(timeout=timedelta(seconds=120))
     record_ = await opened_app.get_job(enqueued.job_id)
@@ -158,20 +175,28 @@ async def test_kill_9_of_workers_mid_fan_in_continues_the_parent_once(
     assert children is not None
     state = await children.group(enqueued.run_id, "kids")
     await asyncio.sleep(LEASE_S)  # a late duplicate ending would show in the counts by now
-    rows, completed = await children_rows(scene.url, enqueued.run_id)
+    family = await children.family(enqueued.job_id)
+    completed = await completions(opened_app)
+    if scene.engine == "postgres":
+        rows = await children_rows(scene.url, enqueued.run_id)
+        assert rows == {("completed", 1): FAN}  # each completed, counted into its group once
+    if scene.engine == "redis":
+        assert await undelivered(scene.url) == 0  # no cut ending left for a purge to deliver
     runs = scene.effects.rows("kid")
     ran = {row["n"] for row in runs}
     print(f"\n{len(runs)} child runs for {FAN} children (a rerun: a child cut by a kill)")
     continued = scene.effects.rows("continued")
     assert ran == set(range(FAN))  # every child ran
-    assert rows == {("completed", 1): FAN}  # each completed, counted into its group once
+    assert family is not None
+    assert dict(family.children) == {"completed": FAN}
     assert completed == FAN  # and its ack landed once
     assert state is not None
     assert (state.ended, state.failed, state.resolved) == (FAN, 0, True)
     assert len(continued) == 1  # the parent continued exactly once
     assert (record_.state, total) == ("completed", sum(range(FAN)))
     assert len(scene.faults) == 3
-    await started(*replacements)  # each drains on SIGTERM at teardown
+    # each replacement not killed since drains on SIGTERM at teardown
+    await started(*(p for p in replacements if p not in killed))
 
 
 COUNTS = """
@@ -180,21 +205,34 @@ from {schema}.jobs c
 where c.parent_run_id = $1 and c.child_step = 'kids'
 group by c.state, c.child_endings
 """
-COMPLETED = """
-select coalesce(sum(count), 0) from {schema}.counters
-where tier = 'minute' and name = 'kid' and outcome = 'completed'
-"""
 
 
-async def children_rows(url: str, run_id: str) -> tuple[dict[tuple[str, int], int], int]:
-    """The run's children by (state, endings), a child counted twice showing endings 2, and how
-    many completions of a child the settles counted."""
+async def children_rows(url: str, run_id: str) -> dict[tuple[str, int], int]:
+    """The run's children by (state, endings), a child counted twice showing endings 2."""
     dsn, options = asyncpg_dsn(url)
     schema = quote_schema(options["schema"])
     conn = await asyncpg.connect(dsn)
     try:
         rows = await conn.fetch(COUNTS.format(schema=schema), run_id)
-        completed = await conn.fetchval(COMPLETED.format(schema=schema))
     finally:
         await conn.close()
-    return {(r["state"], r["child_endings"]): r["n"] for r in rows}, int(completed)
+    return {(r["state"], r["child_endings"]): r["n"] for r in rows}
+
+
+async def completions(app: xjobs.App) -> int:
+    """How many completions of a child the settles counted (minute counters)."""
+    introspection = app.backend.introspection
+    assert introspection is not None
+    buckets = await introspection.counters("minute", 0)
+    return sum(b.count for b in buckets if (b.name, b.outcome) == ("kid", "completed"))
+
+
+async def undelivered(url: str) -> int:
+    """Endings recorded in the children's queue and not yet applied to their group (Redis)."""
+    parts = urlsplit(url)
+    (prefix,) = parse_qs(parts.query)["xjobs_prefix"]
+    client = Redis.from_url(parts._replace(query="").geturl())
+    try:
+        return int(await client.hlen(Keys(prefix).child_endings(KIDS)))
+    finally:
+        await client.aclose()
