@@ -16,6 +16,7 @@ from xjobs.contract.driver import ClaimedJob, ClaimOptions, NewJob
 from xjobs.run.child_rows import child_id
 from xjobs.run.settle import parking
 from xjobs.testing import rows
+from xjobs_redis.backend import open_backend
 from xjobs_redis.calls import children as child_calls
 from xjobs_redis.calls import jobs as job_calls
 from xjobs_redis.driver import RedisJobDriver
@@ -83,6 +84,36 @@ async def test_an_ending_cut_between_its_steps_is_delivered_by_the_sweep_exactly
     woken = await claim_one(backend, PARENTS)
     assert woken.id == parent.id
     assert (await backend.jobs.claim(ClaimOptions("w-2", {PARENTS: 1}, LEASE_MS))).jobs == ()
+
+
+async def test_an_ending_left_by_a_killed_process_is_delivered_by_a_claim_pass(
+    manual_backend: Backend, client: Redis, url: str, prefix: str, clock: ManualClock
+) -> None:
+    """No purge runs: a worker's claim pass on the child's queue delivers the ending a killed
+    process recorded and never carried on, and the parked parent is woken (it hung before)."""
+    backend, keys = manual_backend, Keys(prefix)
+    children = children_of(backend)
+    await backend.jobs.enqueue([new_job(PARENTS)])
+    parent = await claim_one(backend, PARENTS)
+    group = ChildGroup(parent.id, parent.run_id, PARENTS, STEP, 1, True, True)
+    kid = new_job(KIDS, id=child_id(parent.run_id, STEP, 0), idempotency_key="child:0")
+    assert await children.spawn(parent.claim, group, 0, [kid]) == 1
+    assert await children.park(parent.claim, parent.run_id, STEP, parking(2**50))
+    only = await claim_one(backend, KIDS)
+    executor = Executor(client, clock)
+    await executor.load()
+    ack = job_calls.ack(keys, now=executor.now(), queue=KIDS, claim=only.claim)
+    assert await executor.run(ack) == 2  # recorded; the process dies before delivering it
+
+    worker = await open_backend(url, clock=clock, prefix=prefix)  # another worker's process
+    try:
+        idle = await worker.jobs.claim(ClaimOptions("w-2", {KIDS: 1}, LEASE_MS))
+        assert idle.jobs == ()
+        assert await client.hkeys(keys.child_endings(KIDS)) == []
+        woken = await claim_one(worker, PARENTS)
+    finally:
+        await worker.close()
+    assert woken.id == parent.id
 
 
 async def test_a_group_lives_in_a_slot_of_its_own_beside_its_childrens_queue(

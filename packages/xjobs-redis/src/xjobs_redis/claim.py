@@ -10,6 +10,8 @@ by queue, each queue's in the order its claim buried them (by lease expiry, then
 
 from __future__ import annotations
 
+import time
+
 from xjobs.contract.driver import (
     LAPSED_ON_FINAL_ATTEMPT,
     BuriedJob,
@@ -21,13 +23,17 @@ from xjobs.contract.driver import (
 from xjobs_redis.calls import fleet
 from xjobs_redis.calls import jobs as calls
 from xjobs_redis.endings import ChildEndings
-from xjobs_redis.executor import Call, Executor
+from xjobs_redis.executor import Call, Command, Executor
 from xjobs_redis.keys import Keys, job_id_of
 from xjobs_redis.rows import buried_job, claimed_job
 
 # The most due delayed jobs one claim call promotes, and lapsed leases it sweeps: a bounded
 # script, whatever the backlog (the next pass takes the rest).
 SWEEP_BOUND = 1000
+# How often a process's claim passes also deliver the child endings recorded in the queues they
+# ask (one HGETALL a queue, pipelined): an ending a killed process left between its steps reaches
+# its group and wakes its parent within this, with no purge running. A pace, not a rule.
+ENDINGS_EVERY_S = 2.0
 
 
 class ClaimPass:
@@ -37,6 +43,7 @@ class ClaimPass:
         self._x = executor
         self._keys = keys
         self._endings = endings  # a buried child's ending goes on to its group
+        self._endings_due = 0.0  # when (monotonic) a pass next delivers its queues' endings
 
     async def __call__(self, options: ClaimOptions) -> ClaimResult:
         assert_claim_queues(options)
@@ -49,12 +56,19 @@ class ClaimPass:
             else:
                 counts = await self._pick(asks, options.limit, presence)
                 presence = []  # it rode the peek's round trip
-        batch = [*presence, *(self._claim_call(queue, n, options) for queue, n in counts.items())]
+        # every ENDINGS_EVERY_S the asked queues' recorded endings ride this round trip, read
+        # after their claims (a burial's ending included)
+        swept = list(asks) if time.monotonic() >= self._endings_due else []
+        if swept:
+            self._endings_due = time.monotonic() + ENDINGS_EVERY_S
+        claims = [self._claim_call(queue, n, options) for queue, n in counts.items()]
+        batch: list[Call | Command] = [*presence, *claims, *self._endings.reads(swept)]
         replies = await self._x.batch(batch)
         claimed: list[tuple[int, int, str, ClaimedJob]] = []
         buried: list[BuriedJob] = []
         burying: list[str] = []
-        for queue, reply in zip(counts, replies[len(presence) :], strict=True):
+        after = len(presence) + len(claims)
+        for queue, reply in zip(counts, replies[len(presence) : after], strict=True):
             jobs, lapsed = reply
             if lapsed:
                 burying.append(queue)
@@ -62,7 +76,10 @@ class ClaimPass:
                 job, run_at = claimed_job(str(packed), options.worker_id)
                 claimed.append((job.priority, run_at, job.id, job))
             buried.extend(buried_job(fields) for fields in lapsed)  # as buried: by lapse
-        await self._endings.deliver(burying)
+        if swept:
+            await self._endings.apply(swept, replies[after:])
+        else:
+            await self._endings.deliver(burying)
         claimed.sort(key=lambda entry: entry[:3])
         return ClaimResult(jobs=tuple(entry[3] for entry in claimed), buried=tuple(buried))
 

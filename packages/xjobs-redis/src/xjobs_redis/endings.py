@@ -35,7 +35,14 @@ class ChildEndings:
         names = sorted(set(queue_names))
         if not names:
             return 0
-        read = await self._x.batch([reader("hgetall", self._k.child_endings(q)) for q in names])
+        return await self.apply(names, await self._x.batch(self.reads(names)))
+
+    def reads(self, names: Sequence[str]) -> list[Call | Command]:
+        """The reads of the endings recorded in the queues `names` (to ride another round trip)."""
+        return [reader("hgetall", self._k.child_endings(q)) for q in names]
+
+    async def apply(self, names: Sequence[str], read: Sequence[Any]) -> int:
+        """Apply the endings `reads(names)` answered (`read`); answers how many were applied."""
         pending = [
             (queue, str(child), json.loads(str(value)))
             for queue, recorded in zip(names, read, strict=True)
