@@ -35,7 +35,6 @@ from xjobs.errors import (
     AppStateError,
     BackendClosedError,
     CapabilityMissingError,
-    ExtraMissingError,
     JobNotFoundError,
     JobNotRegisteredError,
     TaskNotRegisteredError,
@@ -268,17 +267,6 @@ class App:
         """This app's Prometheus metrics as an ASGI app (`wsgi=True`: a WSGI app) to mount in the
         service's own server; turns the metrics on. Needs `xjobs-core[prometheus]`."""
         return self.telemetry.metrics_app(wsgi=wsgi)
-
-    def dashboard(self, **options: Any) -> Any:
-        """The web dashboard over `operator`: an ASGI app to mount in the service's own server
-        (`options`: `read_only`, `auth`, `tenant`, …; see xjobs-web). Needs `xjobs-web`."""
-        try:
-            from xjobs_web import dashboard
-        except ImportError as exc:
-            raise ExtraMissingError(
-                "the dashboard is the xjobs-web distribution: pip install xjobs-web"
-            ) from exc
-        return dashboard(self, **options)
 
     # -- retention -----------------------------------------------------------------------------
 
