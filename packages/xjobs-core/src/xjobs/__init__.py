@@ -14,9 +14,10 @@ from xjobs.contract.driver import (
     JobDriver,
     JobRecord,
 )
+from xjobs.contract.factory import BackendFactory
 from xjobs.contract.hookspecs import hookimpl
 from xjobs.contract.introspection import JobFilter, JobPage, RequeueFilter
-from xjobs.contract.plugins import BackendFactory, connect, installed_backends
+from xjobs.contract.plugins import connect, installed_backends
 from xjobs.contract.stores import EventRecord, StepRecord, TaskFire
 from xjobs.declare.concurrency import Concurrency
 from xjobs.declare.job import JobHandle, Redact, job
@@ -36,8 +37,8 @@ from xjobs.run.children import ChildSteps
 from xjobs.run.context import JobContext, SyncJobContext
 from xjobs.run.settled import Settled
 from xjobs.run.steps import StepApi, StepSuspension
+from xjobs.version import __version__
 
-__version__ = "0.1.0"
 
 __all__ = [
     "DRIVER_API_VERSION",

@@ -23,9 +23,10 @@ from xjobs.roles.waker import Waker
 from xjobs.roles.worker_options import WorkerOptions
 from xjobs.roles.worker_stats import WorkerStats
 from xjobs.run.ack_batch import AckBatcher
-from xjobs.run.admit import LocalRates, RateGate, assert_enforceable
+from xjobs.run.admit import RateGate, assert_enforceable
 from xjobs.run.claimed import RunWiring, announce_buried, run_claimed
 from xjobs.run.execute import start_eagerly
+from xjobs.run.local_rates import LocalRates
 from xjobs.run.settle import Settler
 from xjobs.run.settled import SettledHook
 from xjobs.run.signal import RunSignal
