@@ -16,8 +16,11 @@ from pathlib import Path
 import pytest
 
 from xjobs.contract import hookspecs
+from xjobs.contract.backfills import BackfillLedger
 from xjobs.contract.driver import BatchAck, JobDriver
 from xjobs.contract.introspection import JobIntrospection
+from xjobs.contract.rates import RateStore
+from xjobs.contract.results import ResultStore
 from xjobs.contract.retention import RetentionStore
 from xjobs.contract.stores import (
     EventBus,
@@ -43,6 +46,9 @@ PROTOCOLS: dict[str, type] = {
     "JobIntrospection": JobIntrospection,
     "RetentionStore": RetentionStore,
     "WebhookLedger": WebhookLedger,
+    "RateStore": RateStore,
+    "ResultStore": ResultStore,
+    "BackfillLedger": BackfillLedger,
 }
 
 # Each protocol's memory implementation, by "module:class".
@@ -59,6 +65,9 @@ MEMORY = {
     "JobIntrospection": "xjobs.memory.introspection:MemoryIntrospection",
     "RetentionStore": "xjobs.memory.retention:MemoryRetention",
     "WebhookLedger": "xjobs.memory.webhooks:MemoryWebhookLedger",
+    "RateStore": "xjobs.memory.rates:MemoryRateStore",
+    "ResultStore": "xjobs.memory.results:MemoryResults",
+    "BackfillLedger": "xjobs.memory.backfills:MemoryBackfillLedger",
 }
 
 RECORDER = textwrap.dedent(

@@ -14,7 +14,6 @@ from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend
 from xjobs.contract.driver import BulkResult, EnqueueResult, JobRecord
 from xjobs.contract.introspection import RequeueFilter
-from xjobs.contract.moves import moved
 from xjobs.contract.plugins import DEFAULT_URL, connect
 from xjobs.contract.retention import (
     DEFAULT_RETENTION,
@@ -23,7 +22,6 @@ from xjobs.contract.retention import (
     PurgeCut,
     Retention,
     RetentionStore,
-    StoreTarget,
 )
 from xjobs.contract.stores import EventRecord, LeaderElection, SchedulerState, StepRecord, TaskFire
 from xjobs.declare.describe import describe
@@ -47,8 +45,10 @@ from xjobs.event_match import (
     validate_event_name,
 )
 from xjobs.factories.purge import PURGE_JOB, PurgeInput, purge, purge_pass
+from xjobs.factories.purge_target import StoreTarget
 from xjobs.observe.snapshot import read_view
 from xjobs.observe.telemetry import Telemetry
+from xjobs.operate.moves import moved
 from xjobs.operate.operator import Operator
 from xjobs.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from xjobs.roles.os_signals import on_shutdown_signals

@@ -12,11 +12,11 @@ from typing import Any
 from xjobs.clock import Clock
 from xjobs.contract.backend import Backend
 from xjobs.contract.driver import ClaimedJob, ClaimOptions
+from xjobs.contract.observer import NOOP, Observer
 from xjobs.contract.stores import WorkerInfo
 from xjobs.declare.registry import Registry
 from xjobs.errors import DrainingError, WorkerStateError
 from xjobs.ids import new_worker_id
-from xjobs.observe.observer import NOOP, Observer
 from xjobs.roles.idle_wait import IdleBackoff
 from xjobs.roles.role import RoleState
 from xjobs.roles.waker import Waker

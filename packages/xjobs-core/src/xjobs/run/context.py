@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from xjobs.contract.observer import NOOP, Observer
 from xjobs.errors import StepInSyncBodyError
-from xjobs.observe.observer import NOOP, Observer
 from xjobs.options import finite_option
 from xjobs.run.children import ChildSteps
 from xjobs.run.progress import ProgressThrottle

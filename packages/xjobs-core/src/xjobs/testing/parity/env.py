@@ -15,7 +15,7 @@ from xjobs.contract.driver import (
     JobState,
     NewJob,
 )
-from xjobs.contract.moves import moved
+from xjobs.operate.moves import moved
 from xjobs.run.settle import ending, parking
 from xjobs.testing.rows import new_job
 
