@@ -163,6 +163,8 @@ class RetentionStore(Protocol):
     Every batch is one short transaction (or one script) that walks an index from its oldest
     entry, never a table scan, and never takes a lock a claim waits on. A job goes with its
     steps, its attempt errors and its event wait; counters are never touched by a job's purge.
+
+    Writes no counter; each method's duties are tabled in docs/writing-a-driver.md.
     """
 
     def keep(self, policy: Keep | None) -> None:
