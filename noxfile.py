@@ -1,4 +1,4 @@
-"""Every check of the repository: `uv run nox` runs lint, typecheck, tests and parity on every driver."""
+"""Every check of the repository: `uv run nox` runs lint, the import layers, typecheck, tests and parity on every driver."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "uv"
 nox.options.sessions = [
     "lint",
+    "imports",
     "typecheck",
     "tests",
     "tests-311",
@@ -80,6 +81,15 @@ def lint(session: nox.Session) -> None:
     session.install(_locked("ruff"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def imports(session: nox.Session) -> None:
+    """The layers of `.importlinter`: core's wings, every distribution above core, no driver
+    importing another, the dashboard below the command line (tests/test_import_layers.py plants
+    a violation of each and sees it fail)."""
+    _sync(session, "--all-packages", "--group", "dev")
+    session.run("lint-imports", "--no-cache")
 
 
 @nox.session

@@ -7,7 +7,7 @@ from pydantic import BaseModel
 
 import xjobs
 from xjobs import JobContext, job
-from xjobs_web import basic_auth
+from xjobs_web import basic_auth, dashboard
 
 
 class Welcome(BaseModel):
@@ -25,14 +25,14 @@ async def send_welcome(ctx: JobContext, welcome: Welcome) -> None:
 
 app = xjobs.App(backend="postgresql://localhost/tutorial", jobs=[send_welcome])
 # an ASGI app: mount it in the service (Starlette, FastAPI) or serve it with uvicorn
-dashboard = app.dashboard(auth=basic_auth("admin", "s3cret"))
+admin = dashboard(app, auth=basic_auth("admin", "s3cret"))
 
 
 async def main() -> None:
     """Enqueue a job, then read the jobs page without and with credentials."""
     async with app:
         await send_welcome.enqueue(Welcome(org_id="acme", email="ada@acme.test"))
-        transport = httpx.ASGITransport(app=dashboard)
+        transport = httpx.ASGITransport(app=admin)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             anonymous = await client.get("/jobs")
             print("without credentials:", anonymous.status_code)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from xjobs.operate.verbs import VERBS
 from xjobs_cli import moves_cli
 
 if TYPE_CHECKING:
@@ -199,7 +200,7 @@ def test_a_malformed_move_is_refused_before_it_moves_anything(
 def test_each_verb_moves_the_states_core_says_it_does() -> None:
     from xjobs.contract.driver import FINISHED_STATES, LIVE_STATES
 
-    states = {verb.name: set(verb.states) for verb in moves_cli.VERBS}
+    states = {verb.name: set(verb.states) for verb in VERBS}
     assert states == {
         "cancel": set(LIVE_STATES),
         "retry": set(FINISHED_STATES),

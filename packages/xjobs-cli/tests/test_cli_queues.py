@@ -7,8 +7,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from xjobs.contract.introspection import COUNT_CAP, HOUR_MS
+from xjobs.operate.counter_sums import Window
 from xjobs_cli import queues_cli
-from xjobs_cli.counter_sums import Window
 
 if TYPE_CHECKING:
     from conftest import Ops

@@ -8,12 +8,12 @@ import pytest
 
 import xjobs
 from xjobs.contract.introspection import COUNTED_OUTCOMES, HOUR_MS
-from xjobs_cli import stats_cli
+from xjobs.operate.outcomes import OUTCOMES
 
 if TYPE_CHECKING:
     from conftest import Ops
 
-NOTHING = dict.fromkeys(stats_cli.OUTCOMES, 0)
+NOTHING = dict.fromkeys(OUTCOMES, 0)
 
 
 def _ended(ops: Ops) -> None:
@@ -121,4 +121,4 @@ def test_a_bad_window_is_a_usage_error(memory_ops: Ops, since: str) -> None:
 
 
 def test_the_outcomes_are_every_counted_outcome() -> None:
-    assert set(stats_cli.OUTCOMES) == COUNTED_OUTCOMES
+    assert set(OUTCOMES) == COUNTED_OUTCOMES

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 import xjobs
 from xjobs import JobContext, Retry, job
 from xjobs.contract.driver import ClaimOptions, ClaimResult, JobDriver
-from xjobs.observe.observer import NoopObserver
+from xjobs.contract.observer import NoopObserver
 from xjobs.roles.worker import Worker
 from xjobs.roles.worker_options import resolve_worker_options
 

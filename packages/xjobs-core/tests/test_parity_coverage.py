@@ -6,6 +6,7 @@ that reaches them from outside the memory package; an operation no scenario reac
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import subprocess
@@ -16,8 +17,12 @@ from pathlib import Path
 import pytest
 
 from xjobs.contract import hookspecs
+from xjobs.contract.backfills import BackfillLedger
+from xjobs.contract.children import ChildStore
 from xjobs.contract.driver import BatchAck, JobDriver
 from xjobs.contract.introspection import JobIntrospection
+from xjobs.contract.rates import RateStore
+from xjobs.contract.results import ResultStore
 from xjobs.contract.retention import RetentionStore
 from xjobs.contract.stores import (
     EventBus,
@@ -43,6 +48,10 @@ PROTOCOLS: dict[str, type] = {
     "JobIntrospection": JobIntrospection,
     "RetentionStore": RetentionStore,
     "WebhookLedger": WebhookLedger,
+    "RateStore": RateStore,
+    "ResultStore": ResultStore,
+    "BackfillLedger": BackfillLedger,
+    "ChildStore": ChildStore,
 }
 
 # Each protocol's memory implementation, by "module:class".
@@ -59,7 +68,15 @@ MEMORY = {
     "JobIntrospection": "xjobs.memory.introspection:MemoryIntrospection",
     "RetentionStore": "xjobs.memory.retention:MemoryRetention",
     "WebhookLedger": "xjobs.memory.webhooks:MemoryWebhookLedger",
+    "RateStore": "xjobs.memory.rates:MemoryRateStore",
+    "ResultStore": "xjobs.memory.results:MemoryResults",
+    "BackfillLedger": "xjobs.memory.backfills:MemoryBackfillLedger",
+    "ChildStore": "xjobs.memory.children:MemoryChildStore",
 }
+
+# Protocols of the contract that no backend store implements: the purge job's targets (core's
+# StoreTarget, over RetentionStore) and the synchronous face of an in-process rate store.
+NOT_A_STORE = {"PurgeTarget", "InProcessRates"}
 
 RECORDER = textwrap.dedent(
     """
@@ -141,3 +158,20 @@ def test_every_hook_spec_is_implemented_by_the_built_in_backend() -> None:
     assert specs
     for spec in specs:
         assert hasattr(plugin, spec), f"the memory plugin does not implement {spec}"
+
+
+def test_every_store_protocol_of_the_contract_is_covered() -> None:
+    import xjobs.contract as contract
+
+    found = set()
+    for path in Path(contract.__file__).parent.glob("*.py"):
+        module = importlib.import_module(f"xjobs.contract.{path.stem}")
+        for name, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and value.__module__ == module.__name__
+                and getattr(value, "_is_protocol", False)
+                and _operations(value)
+            ):
+                found.add(name)
+    assert found - NOT_A_STORE == set(PROTOCOLS)

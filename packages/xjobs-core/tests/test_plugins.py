@@ -42,7 +42,7 @@ def factory_module(
 
         import xjobs
         from xjobs.contract.driver import DRIVER_API_VERSION
-        from xjobs.contract.plugins import BackendFactory
+        from xjobs.contract.factory import BackendFactory
 
 
         async def open_backend(url, *, clock=None, **options):

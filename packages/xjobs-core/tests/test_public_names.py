@@ -26,3 +26,10 @@ def test_the_registrars_are_not_public() -> None:
     assert "Registry" in registrars
     assert not registrars & set(xjobs.__all__)
     assert not {n for n in xjobs.__all__ if n.lower().startswith(("register", "stamp"))}
+
+
+def test_the_retention_policy_is_public_where_the_docs_import_it() -> None:
+    from xjobs.contract.retention import Retention
+
+    assert xjobs.Retention is Retention
+    assert "Retention" in xjobs.__all__

@@ -14,7 +14,8 @@ from xjobs.clock import ManualClock
 from xjobs.contract.rates import RateBucket, RateVerdict
 from xjobs.declare.rate import resolve_rate
 from xjobs.memory.rates import MemoryRateStore
-from xjobs.run.admit import LocalRates, RateGate
+from xjobs.run.admit import RateGate
+from xjobs.run.local_rates import LocalRates
 from xjobs.run.rate_batch import GrantBatch
 
 # 3 permits at once, then one every 100 ms

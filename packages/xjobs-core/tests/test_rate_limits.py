@@ -14,7 +14,7 @@ from xjobs.contract.rates import RateBucket
 from xjobs.declare.rate import ResolvedRate, job_scope, resolve_rate, resolve_rates
 from xjobs.errors import DeclarationInvalidError, KeyUnderivableError, OptionInvalidError
 from xjobs.roles.worker_options import resolve_worker_options
-from xjobs.run.admit import LocalRates
+from xjobs.run.local_rates import LocalRates
 
 
 class Invoice(BaseModel):

@@ -10,7 +10,8 @@ import pytest
 from xjobs.clock import ManualClock
 from xjobs.contract.rates import RateBucket, RateVerdict
 from xjobs.memory.rates import MemoryRateStore
-from xjobs.run.admit import LocalRates, RateGate
+from xjobs.run.admit import RateGate
+from xjobs.run.local_rates import LocalRates
 from xjobs.run.rate_pool import ASK_MIN, COLD_MS, HOLD_MS, most_ahead
 
 # a limit far above what one process achieves: 1,000,000 a second

@@ -19,7 +19,6 @@ from xjobs.contract.retention import (
     PurgeCut,
     PurgeStore,
     Retention,
-    StoreTarget,
 )
 from xjobs.errors import (
     AppStateError,
@@ -28,6 +27,7 @@ from xjobs.errors import (
     OptionInvalidError,
 )
 from xjobs.factories.purge import CLOCK_STEP, PURGE_JOB, purge, purge_pass
+from xjobs.factories.purge_target import StoreTarget
 
 HOUR_MS = 3_600_000
 
@@ -166,8 +166,8 @@ async def test_a_store_target_rests_after_each_full_batch_by_its_duty_cycle(
     """A batch that took 10 ms is followed by 10 ms × (1 − duty) / duty of rest, at least the
     pause; the short last batch by none."""
     store = SlowBatches([3, 3, 1], took_s=0.01)
-    monkeypatch.setattr("xjobs.contract.retention.monotonic", store.monotonic)
-    monkeypatch.setattr("xjobs.contract.retention.sleep", store.sleep)
+    monkeypatch.setattr("xjobs.factories.purge_target.monotonic", store.monotonic)
+    monkeypatch.setattr("xjobs.factories.purge_target.sleep", store.sleep)
     target = StoreTarget(
         "jobs", lambda: store, lambda now: Retention().cut(now), batch=3, pause=pause, duty=duty
     )

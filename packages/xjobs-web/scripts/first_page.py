@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 import xjobs
+from xjobs_web import dashboard
 
 PAGES = ("/jobs", "/jobs?state=dead", "/jobs?queue=q1&state=ready", "/", "/failures")
 
@@ -108,7 +109,7 @@ async def measure(url: str, jobs: int, runs: int) -> dict[str, tuple[float, floa
             f"  filled {jobs + 1000} jobs in {time.perf_counter() - started:.0f}s", file=sys.stderr
         )
         # in process, no socket: nobody but this script reaches it
-        web = app.dashboard(read_only=True, unsafe_no_auth=True)
+        web = dashboard(app, read_only=True, unsafe_no_auth=True)
         out: dict[str, tuple[float, float]] = {}
         for path in PAGES:
             await asgi_get(web, path)  # warm: a first plan, a first template render

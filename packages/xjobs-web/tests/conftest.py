@@ -26,6 +26,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
 import xjobs
+from xjobs_web import dashboard
 from xjobs_web.serve import server
 
 T = TypeVar("T")
@@ -124,7 +125,7 @@ def host_app(app: xjobs.App, mount: str, **options: Any) -> Starlette:
     async def home(request: StarletteRequest) -> PlainTextResponse:
         return PlainTextResponse("the service's own page")
 
-    routes = [Route("/", home), Mount(mount, app.dashboard(**options))]
+    routes = [Route("/", home), Mount(mount, dashboard(app, **options))]
     return Starlette(routes=routes, lifespan=lifespan)
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import xjobs
-from xjobs_web import basic_auth
+from xjobs_web import basic_auth, dashboard
 from xjobs_web.errors import DashboardAuthRequiredError, DashboardOptionInvalidError
 from xjobs_web.serve import server
 
@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 HERE = Path(__file__).parent
 
 
-def test_app_dashboard_without_auth_is_refused_saying_what_to_pass() -> None:
+def test_a_dashboard_without_auth_is_refused_saying_what_to_pass() -> None:
     with pytest.raises(DashboardAuthRequiredError) as refused:
-        xjobs.App("memory://").dashboard()
+        dashboard(xjobs.App("memory://"))
     assert refused.value.code == "XJOBS_DASHBOARD_AUTH_REQUIRED"
     assert "auth=" in refused.value.message
     assert "unsafe_no_auth=True" in refused.value.message
@@ -38,7 +38,7 @@ def test_app_dashboard_without_auth_is_refused_saying_what_to_pass() -> None:
 )
 def test_a_mounted_read_only_dashboard_without_auth_is_refused(options: dict[str, Any]) -> None:
     with pytest.raises(DashboardAuthRequiredError):
-        xjobs.App("memory://").dashboard(**options)
+        dashboard(xjobs.App("memory://"), **options)
 
 
 def test_a_read_only_dashboard_bound_beyond_loopback_without_auth_is_refused() -> None:
@@ -53,13 +53,13 @@ def test_any_host_without_auth_is_refused_even_read_only_on_loopback() -> None:
 
 def test_the_opt_out_and_auth_together_are_refused() -> None:
     with pytest.raises(DashboardOptionInvalidError):
-        xjobs.App("memory://").dashboard(auth=basic_auth("ops", "pw"), unsafe_no_auth=True)
+        dashboard(xjobs.App("memory://"), auth=basic_auth("ops", "pw"), unsafe_no_auth=True)
 
 
 def test_auth_or_the_loud_opt_out_builds_a_dashboard_that_can_act() -> None:
     app = xjobs.App("memory://")
-    assert app.dashboard(auth=basic_auth("ops", "pw")) is not None
-    assert app.dashboard(unsafe_no_auth=True) is not None
+    assert dashboard(app, auth=basic_auth("ops", "pw")) is not None
+    assert dashboard(app, unsafe_no_auth=True) is not None
 
 
 def _free_port() -> int:

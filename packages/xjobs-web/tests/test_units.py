@@ -16,7 +16,7 @@ import xjobs
 from xjobs import JobRecord, StepRecord
 from xjobs.contract.introspection import MINUTE_MS, AttemptError, CounterBucket, JobSummary
 from xjobs_cli.main import main
-from xjobs_web import basic_auth, csrf
+from xjobs_web import basic_auth, csrf, dashboard
 from xjobs_web.chart import throughput_svg
 from xjobs_web.errors import DashboardOptionInvalidError
 from xjobs_web.failures import group, split_error
@@ -267,21 +267,18 @@ def test_minute_bars_put_each_bucket_in_its_minute_and_split_completed_from_fail
 # -- the distribution is optional -------------------------------------------------------------------
 
 
-def test_app_dashboard_is_an_asgi_app_built_before_the_app_opens() -> None:
+def test_the_dashboard_is_an_asgi_app_built_before_the_app_opens() -> None:
     app = xjobs.App("memory://")
-    assert isinstance(app.dashboard(read_only=True, auth=basic_auth("ops", "pw")), Starlette)
+    assert isinstance(dashboard(app, read_only=True, auth=basic_auth("ops", "pw")), Starlette)
     with pytest.raises(DashboardOptionInvalidError):
-        app.dashboard(refresh_seconds=0.5, unsafe_no_auth=True)
+        dashboard(app, refresh_seconds=0.5, unsafe_no_auth=True)
 
 
-def test_without_xjobs_web_the_dashboard_and_the_commands_are_a_coded_refusal(
+def test_without_xjobs_web_the_commands_are_a_coded_refusal(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for name in ("xjobs_web", "xjobs_web.serve", "xjobs_web.mcp_server"):
         monkeypatch.setitem(sys.modules, name, None)
-    with pytest.raises(xjobs.XJobsError) as refused:
-        xjobs.App("memory://").dashboard()
-    assert refused.value.code == "XJOBS_EXTRA_MISSING"
     for verb in ("web", "mcp"):
         capsys.readouterr()
         assert main([verb, "--url", "memory://"]) == 2

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 from datetime import timedelta
+
+from xjobs.operate.timefmt import parse_span
 
 
 def seconds(text: str) -> float:
@@ -34,22 +35,12 @@ def states(text: str) -> list[str]:
     return [s.strip() for s in text.split(",") if s.strip()]
 
 
-_DURATION = re.compile(r"(\d+)([smhdw])")
-_UNIT_MS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
-
-
 def duration_ms(text: str) -> int:
     """`90s`, `15m`, `1h`, `7d`, `2w`, or a sum of them (`1h30m`), as a positive number of ms."""
-    compact = text.strip().lower()
-    parts = _DURATION.findall(compact)
-    if not parts or "".join(n + u for n, u in parts) != compact:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a duration; write e.g. 90s, 15m, 1h, 7d or 1h30m"
-        )
-    total = sum(int(n) * _UNIT_MS[u] for n, u in parts)
-    if total <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is empty; a duration must be positive")
-    return total
+    try:
+        return parse_span(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_job_filters(parser: argparse.ArgumentParser) -> None:

@@ -12,10 +12,10 @@ from xjobs.factories.backfill_inspect import inspect_backfills
 from xjobs.factories.backfill_pending import pending_backfills
 from xjobs.factories.backfill_registry import registered_backfills
 from xjobs.factories.backfill_spec import validate_environment
+from xjobs.operate.timefmt import iso
 from xjobs_cli.output import EXIT_OK, Body, emit
 from xjobs_cli.table import render
 from xjobs_cli.target import Subparsers, Target, add_operator_parser, opened, resolve
-from xjobs_cli.timefmt import iso
 
 # `--pending` found a sweep still to run here: the deploy stops (distinct from 1 and 2).
 EXIT_PENDING: Final = 3

@@ -7,19 +7,21 @@ import asyncio
 import json
 from typing import Any
 
-from xjobs import App, JobRecord, Operator
-from xjobs.factories.backfill_inspect import project_row
+from xjobs import App
+from xjobs.factories.backfill_inspect import backfill_run
 from xjobs.factories.backfill_registry import registered_backfills
+from xjobs.operate import shapes
 from xjobs.operate.detail import JobDetail
 from xjobs.operate.filters import job_filter
-from xjobs_cli import moves_cli, pause_cli, shapes
+from xjobs.operate.timefmt import age, iso
+from xjobs.operate.verbs import VERBS
+from xjobs_cli import moves_cli, pause_cli
 from xjobs_cli.argtypes import add_job_filters, states
 from xjobs_cli.errors import UsageError
 from xjobs_cli.family_view import family_lines, family_of
 from xjobs_cli.output import EXIT_OK, Body, emit
 from xjobs_cli.table import render
 from xjobs_cli.target import Subparsers, Target, add_operator_parser, opened, resolve
-from xjobs_cli.timefmt import age, iso
 
 ERROR_CHARS = 60
 
@@ -123,21 +125,10 @@ def _redaction(target: Target, detail: JobDetail) -> str:
     return "unavailable" if not target.declared else detail.redaction
 
 
-async def backfill_run(app: App, operator: Operator, record: JobRecord) -> Body | None:
-    """The backfill ledger's run that job `record` is (`None`: it runs no sweep, or the backend
-    keeps no ledger): a sweep's runs are jobs of its name, each row naming its job."""
-    if "backfills" not in app.backend.capabilities:
-        return None
-    for row in await operator.backfills(record.name):
-        if row.job_id == record.id:
-            return project_row(row)
-    return None
-
-
 async def _show_job(target: Target, job_id: str) -> Body:
     async with opened(target) as app:
         detail = await app.operator.get_job(job_id)
-        run = await backfill_run(app, app.operator, detail.record)
+        run = await backfill_run(app.backend, app.operator, detail.record)
         family = await family_of(app, job_id)
         now = app.clock.now_ms()
     return {
@@ -281,7 +272,7 @@ def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
         operands="ID",
         run=_run_show,
     )
-    for verb in moves_cli.VERBS:
+    for verb in VERBS:
         moves_cli.add_parser(verbs, verb)
     pause_cli.add_parsers(verbs, "job")
     return parser

@@ -11,15 +11,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
-from xjobs import BulkResult, JobFilter, JobRecord, Operator, XJobsError
-from xjobs.contract.introspection import COUNT_CAP, MAX_BULK_BATCH, MAX_JOB_PAGE, JobSummary
+from xjobs import JobFilter, XJobsError
+from xjobs.contract.introspection import MAX_BULK_BATCH
 from xjobs.errors import FilterInvalidError
+from xjobs.operate import shapes
 from xjobs.operate.filters import job_filter
-from xjobs_cli import shapes
+from xjobs.operate.verbs import Verb, count
 from xjobs_cli.argtypes import add_job_filters, states
 from xjobs_cli.errors import UsageError
 from xjobs_cli.output import (
@@ -34,58 +33,6 @@ from xjobs_cli.output import (
 )
 from xjobs_cli.target import Subparsers, Target, add_operator_parser, opened, resolve
 
-
-@dataclass(frozen=True, slots=True)
-class Verb:
-    """One move: its name, what it does, the states it moves, and how past tense reads."""
-
-    name: str
-    help: str
-    states: tuple[str, ...]
-    done: str
-    one: Callable[[Operator, str, argparse.Namespace], Awaitable[JobRecord]]
-    many: Callable[[Operator, JobFilter, int, argparse.Namespace], Awaitable[BulkResult]]
-
-
-LIVE = ("ready", "running", "waiting")
-FINISHED = ("completed", "failed", "dead", "cancelled")
-
-VERBS = (
-    Verb(
-        "cancel",
-        "cancel live jobs (a running one stops at its next heartbeat)",
-        LIVE,
-        "cancelled",
-        lambda op, job_id, args: op.cancel(job_id, args.reason),
-        lambda op, where, limit, args: op.cancel_where(where, limit=limit, reason=args.reason),
-    ),
-    Verb(
-        "retry",
-        "requeue finished jobs now, attempts reset",
-        FINISHED,
-        "retried",
-        lambda op, job_id, args: op.retry(job_id),
-        lambda op, where, limit, args: op.retry_where(where, limit=limit),
-    ),
-    Verb(
-        "promote",
-        "make delayed or retrying jobs due now",
-        ("ready",),
-        "promoted",
-        lambda op, job_id, args: op.promote(job_id),
-        lambda op, where, limit, args: op.promote_where(where, limit=limit),
-    ),
-    Verb(
-        "remove",
-        "delete finished jobs with their steps and errors",
-        FINISHED,
-        "removed",
-        lambda op, job_id, args: op.remove(job_id),
-        lambda op, where, limit, args: op.remove_where(where, limit=limit),
-    ),
-)
-
-
 # -- on ids -----------------------------------------------------------------------------------------
 
 
@@ -94,7 +41,7 @@ async def _move_ids(verb: Verb, target: Target, args: argparse.Namespace) -> Bod
     async with opened(target) as app:
         for job_id in target.operands:
             try:
-                record = await verb.one(app.operator, job_id, args)
+                record = await verb.one(app.operator, job_id, args.reason)
             except XJobsError as exc:
                 if exit_code(exc) != EXIT_REFUSED:
                     raise  # the backend failed: the ids after this one would fail the same way
@@ -148,27 +95,6 @@ def _filter(verb: Verb, args: argparse.Namespace, now_ms: int) -> JobFilter:
     return where
 
 
-def _movable(verb: Verb, job: JobSummary, now_ms: int) -> bool:
-    if verb.name == "promote":
-        return job.state == "ready" and job.run_at_ms > now_ms
-    return job.state in verb.states
-
-
-async def count(verb: Verb, op: Operator, where: JobFilter, now_ms: int) -> tuple[int, bool]:
-    """How many jobs the verb would move now, scanning at most `COUNT_CAP` (then: at least)."""
-    matched = scanned = 0
-    after = None
-    while True:
-        page = await op.list_jobs(where, limit=MAX_JOB_PAGE, after=after)
-        matched += sum(1 for j in page.jobs if _movable(verb, j, now_ms))
-        scanned += len(page.jobs)
-        if page.cursor is None:
-            return matched, False
-        if scanned >= COUNT_CAP:
-            return matched, True
-        after = page.cursor
-
-
 async def _move_where(verb: Verb, target: Target, args: argparse.Namespace) -> Body:
     async with opened(target) as app:
         op = app.operator
@@ -181,7 +107,7 @@ async def _move_where(verb: Verb, target: Target, args: argparse.Namespace) -> B
         moved = batches = 0
         ceiling: int | None = None
         while True:
-            result = await verb.many(op, where, limit, args)
+            result = await verb.many(op, where, limit, args.reason)
             batches += 1
             moved += result.moved
             if ceiling is None:

@@ -13,23 +13,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from xjobs import XJobsError
-
-SHAPE_VERSION = 1
+from xjobs.operate.shapes import document
+from xjobs.operate.verbs import is_refusal
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the backend could not be reached or failed, or an error nobody anticipated
 EXIT_REFUSED = 2  # bad input, or a verb the backend refused
 EXIT_INTERRUPTED = 130
 
-# A refusal is the operator's to fix; these are the system's: retrying later may succeed.
-FAILURE_CODES = frozenset({"XJOBS_BACKEND_UNAVAILABLE", "XJOBS_BACKEND_ERROR", "XJOBS_UNEXPECTED"})
-
 Body = Mapping[str, Any]
-
-
-def document(kind: str, body: Body) -> dict[str, Any]:
-    """The JSON document of one command: its shape version, its kind, then its body."""
-    return {"version": SHAPE_VERSION, "kind": kind, **body}
 
 
 def emit(as_json: bool, kind: str, body: Body, text: Callable[[Body], str]) -> None:
@@ -49,7 +41,7 @@ def error_object(exc: XJobsError) -> dict[str, Any]:
 
 def exit_code(exc: XJobsError) -> int:
     """1 when the system failed (unreachable backend, unexpected error), 2 when the input was refused."""
-    return EXIT_FAILED if exc.code in FAILURE_CODES else EXIT_REFUSED
+    return EXIT_REFUSED if is_refusal(exc) else EXIT_FAILED
 
 
 def print_error(as_json: bool, code: str, message: str) -> None:

@@ -6,12 +6,13 @@ import argparse
 import asyncio
 
 from xjobs.contract.introspection import COUNT_CAP, HOUR_MS
-from xjobs_cli import pause_cli, shapes
-from xjobs_cli.counter_sums import Window, window
+from xjobs.operate import shapes
+from xjobs.operate.counter_sums import Window, window
+from xjobs.operate.timefmt import span
+from xjobs_cli import pause_cli
 from xjobs_cli.output import EXIT_OK, Body, emit
 from xjobs_cli.table import render
 from xjobs_cli.target import Subparsers, Target, add_operator_parser, opened, resolve
-from xjobs_cli.timefmt import span
 
 COUNTS = ("ready", "scheduled", "running", "waiting", "dead", "failed")
 

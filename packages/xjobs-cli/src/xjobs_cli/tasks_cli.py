@@ -10,11 +10,11 @@ from typing import Any
 
 from xjobs import App
 from xjobs.errors import TaskNotRegisteredError
-from xjobs_cli import shapes
+from xjobs.operate import shapes
+from xjobs.operate.timefmt import age, iso
 from xjobs_cli.output import EXIT_OK, Body, emit
 from xjobs_cli.table import render
 from xjobs_cli.target import Subparsers, Target, add_operator_parser, opened, resolve
-from xjobs_cli.timefmt import age, iso
 
 NEEDS_APP = "tasks are declared in the app's code, not stored in the backend"
 

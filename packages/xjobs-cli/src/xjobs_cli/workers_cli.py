@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from xjobs_cli import shapes
+from xjobs.operate import shapes
+from xjobs.operate.timefmt import age
 from xjobs_cli.output import EXIT_OK, Body, emit
 from xjobs_cli.table import render
 from xjobs_cli.target import Subparsers, Target, add_operator_parser, opened, resolve
-from xjobs_cli.timefmt import age
 
 
 async def _worker_list(target: Target) -> Body:

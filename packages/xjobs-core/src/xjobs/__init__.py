@@ -14,9 +14,11 @@ from xjobs.contract.driver import (
     JobDriver,
     JobRecord,
 )
+from xjobs.contract.factory import BackendFactory
 from xjobs.contract.hookspecs import hookimpl
 from xjobs.contract.introspection import JobFilter, JobPage, RequeueFilter
-from xjobs.contract.plugins import BackendFactory, connect, installed_backends
+from xjobs.contract.plugins import connect, installed_backends
+from xjobs.contract.retention import Retention
 from xjobs.contract.stores import EventRecord, StepRecord, TaskFire
 from xjobs.declare.concurrency import Concurrency
 from xjobs.declare.job import JobHandle, Redact, job
@@ -36,8 +38,7 @@ from xjobs.run.children import ChildSteps
 from xjobs.run.context import JobContext, SyncJobContext
 from xjobs.run.settled import Settled
 from xjobs.run.steps import StepApi, StepSuspension
-
-__version__ = "0.1.0"
+from xjobs.version import __version__
 
 __all__ = [
     "DRIVER_API_VERSION",
@@ -66,6 +67,7 @@ __all__ = [
     "Relay",
     "RelayStats",
     "RequeueFilter",
+    "Retention",
     "Retry",
     "Role",
     "RoleStats",

@@ -14,7 +14,6 @@ from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend
 from xjobs.contract.driver import BulkResult, EnqueueResult, JobRecord
 from xjobs.contract.introspection import RequeueFilter
-from xjobs.contract.moves import moved
 from xjobs.contract.plugins import DEFAULT_URL, connect
 from xjobs.contract.retention import (
     DEFAULT_RETENTION,
@@ -23,7 +22,6 @@ from xjobs.contract.retention import (
     PurgeCut,
     Retention,
     RetentionStore,
-    StoreTarget,
 )
 from xjobs.contract.stores import EventRecord, LeaderElection, SchedulerState, StepRecord, TaskFire
 from xjobs.declare.describe import describe
@@ -35,7 +33,6 @@ from xjobs.errors import (
     AppStateError,
     BackendClosedError,
     CapabilityMissingError,
-    ExtraMissingError,
     JobNotFoundError,
     JobNotRegisteredError,
     TaskNotRegisteredError,
@@ -48,8 +45,10 @@ from xjobs.event_match import (
     validate_event_name,
 )
 from xjobs.factories.purge import PURGE_JOB, PurgeInput, purge, purge_pass
+from xjobs.factories.purge_target import StoreTarget
 from xjobs.observe.snapshot import read_view
 from xjobs.observe.telemetry import Telemetry
+from xjobs.operate.moves import moved
 from xjobs.operate.operator import Operator
 from xjobs.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from xjobs.roles.os_signals import on_shutdown_signals
@@ -268,17 +267,6 @@ class App:
         """This app's Prometheus metrics as an ASGI app (`wsgi=True`: a WSGI app) to mount in the
         service's own server; turns the metrics on. Needs `xjobs-core[prometheus]`."""
         return self.telemetry.metrics_app(wsgi=wsgi)
-
-    def dashboard(self, **options: Any) -> Any:
-        """The web dashboard over `operator`: an ASGI app to mount in the service's own server
-        (`options`: `read_only`, `auth`, `tenant`, …; see xjobs-web). Needs `xjobs-web`."""
-        try:
-            from xjobs_web import dashboard
-        except ImportError as exc:
-            raise ExtraMissingError(
-                "the dashboard is the xjobs-web distribution: pip install xjobs-web"
-            ) from exc
-        return dashboard(self, **options)
 
     # -- retention -----------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from xjobs.contract.factory import BackendFactory
 from xjobs.contract.hookspecs import hookimpl
-from xjobs.contract.plugins import BackendFactory
 from xjobs_pg.backend import open_backend
 
 # Named, not imported: the test servers (and `pwd`) load only when a test opens a backend.

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from xjobs.contract.factory import BackendFactory
 from xjobs.contract.hookspecs import hookimpl
-from xjobs.contract.plugins import BackendFactory
 from xjobs_redis.backend import open_backend
 
 

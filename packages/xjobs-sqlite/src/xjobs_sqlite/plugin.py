@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from xjobs.contract.factory import BackendFactory
 from xjobs.contract.hookspecs import hookimpl
-from xjobs.contract.plugins import BackendFactory
 from xjobs_sqlite.backend import open_backend
 
 # Named, not imported: the temporary directories of the test backends load only in tests.

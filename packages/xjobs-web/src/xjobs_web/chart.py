@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from xjobs_cli.timefmt import iso
+from xjobs.operate.timefmt import iso
 
 WIDTH = 1200
 HEIGHT = 150

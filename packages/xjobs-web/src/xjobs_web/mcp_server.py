@@ -7,7 +7,6 @@ jobs (`app.operator.for_tenant`)."""
 
 from __future__ import annotations
 
-import argparse
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -19,15 +18,14 @@ from xjobs import App, Operator, XJobsError
 from xjobs.contract.backfills import MAX_BACKFILL_ROWS
 from xjobs.contract.introspection import MAX_BULK_BATCH
 from xjobs.errors import FilterInvalidError, TenantScopeSharedError
-from xjobs.factories.backfill_inspect import project_row
+from xjobs.factories.backfill_inspect import backfill_run, project_row
+from xjobs.operate import shapes
+from xjobs.operate.counter_sums import window
 from xjobs.operate.filters import job_filter
 from xjobs.operate.operator import valid_tenant
-from xjobs_cli import shapes
-from xjobs_cli.argtypes import duration_ms
-from xjobs_cli.counter_sums import window
-from xjobs_cli.jobs_cli import backfill_run
-from xjobs_cli.output import document
-from xjobs_cli.stats_cli import grouped
+from xjobs.operate.outcomes import grouped
+from xjobs.operate.shapes import document
+from xjobs.operate.timefmt import parse_span
 from xjobs_web.failures import failures
 from xjobs_web.mcp_confirm import CONFIRM_TTL_S, Confirmations
 from xjobs_web.mcp_fence import UNTRUSTED, fenced
@@ -101,7 +99,7 @@ class Tools:
         """One job: its record, its input (redacted as the job declares), steps, every attempt's
         error, and the backfill run it is (`backfill`, null unless it runs a sweep)."""
         detail = await self.op.get_job(job_id)
-        run = await backfill_run(self.app, self.op, detail.record)
+        run = await backfill_run(self.app.backend, self.op, detail.record)
         # opened with --url, no job is declared: every value is withheld ("unavailable")
         redaction = detail.redaction if self.declared else "unavailable"
         return document(
@@ -187,8 +185,8 @@ class Tools:
     async def stats(self, since: str = "1h") -> dict[str, Any]:
         """Runs that ended in the window per job name: outcomes, failure rate, completions per minute."""
         try:
-            since_ms = duration_ms(since)
-        except argparse.ArgumentTypeError as exc:
+            since_ms = parse_span(since)
+        except ValueError as exc:
             raise ToolError(f"XJOBS_USAGE: {exc}") from None
         now = self.app.clock.now_ms()
         win = await window(self.op.counters, now, since_ms)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xjobs import BulkResult, JobFilter, JobRecord, Operator, XJobsError
+from xjobs import JobFilter, Operator, XJobsError
 from xjobs.contract.introspection import MAX_BULK_BATCH, PauseKind
 from xjobs.errors import FilterInvalidError
 from xjobs.operate.filters import job_filter
-from xjobs_cli.moves_cli import VERBS, Verb, count
-from xjobs_cli.output import EXIT_REFUSED, exit_code
+from xjobs.operate.verbs import VERBS, Verb, count, is_refusal
 
 BY_NAME: dict[str, Verb] = {v.name: v for v in VERBS}
 REASON = "cancelled from the dashboard"
@@ -58,34 +57,14 @@ def narrowed(verb: Verb, where: JobFilter) -> JobFilter | None:
     )
 
 
-async def _one(op: Operator, verb: Verb, job_id: str) -> JobRecord:
-    if verb.name == "cancel":
-        return await op.cancel(job_id, REASON)
-    if verb.name == "retry":
-        return await op.retry(job_id)
-    if verb.name == "promote":
-        return await op.promote(job_id)
-    return await op.remove(job_id)
-
-
-async def _batch(op: Operator, verb: Verb, where: JobFilter) -> BulkResult:
-    if verb.name == "cancel":
-        return await op.cancel_where(where, limit=MAX_BULK_BATCH, reason=REASON)
-    if verb.name == "retry":
-        return await op.retry_where(where, limit=MAX_BULK_BATCH)
-    if verb.name == "promote":
-        return await op.promote_where(where, limit=MAX_BULK_BATCH)
-    return await op.remove_where(where, limit=MAX_BULK_BATCH)
-
-
 async def move_ids(op: Operator, verb: Verb, ids: list[str]) -> MoveReport:
     """Move each id; a refused one is reported and the others are still moved."""
     report = MoveReport()
     for job_id in ids:
         try:
-            await _one(op, verb, job_id)
+            await verb.one(op, job_id, REASON)
         except XJobsError as exc:
-            if exit_code(exc) != EXIT_REFUSED:
+            if not is_refusal(exc):
                 raise  # the backend failed: the ids after this one would fail the same way
             report.refused[job_id] = f"{exc.code}: {exc.message}"
         else:
@@ -104,7 +83,7 @@ async def move_where(op: Operator, verb: Verb, where: JobFilter) -> MoveReport:
     report = MoveReport()
     ceiling: int | None = None
     while True:
-        result = await _batch(op, verb, where)
+        result = await verb.many(op, where, MAX_BULK_BATCH, REASON)
         report.moved += result.moved
         report.remaining = result.remaining
         if ceiling is None:

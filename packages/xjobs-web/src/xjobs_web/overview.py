@@ -8,8 +8,8 @@ from typing import Any
 
 from xjobs import Operator
 from xjobs.contract.introspection import HOUR_MS, MINUTE_MS, Pause, QueueCounts, bucket_of
-from xjobs_cli.counter_sums import window
-from xjobs_cli.stats_cli import FAILED, grouped
+from xjobs.operate.counter_sums import window
+from xjobs.operate.outcomes import FAILED, grouped
 from xjobs_web.chart import MinuteBar, throughput_svg
 
 MINUTES = 60

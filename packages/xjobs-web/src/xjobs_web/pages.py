@@ -11,9 +11,9 @@ from starlette.responses import Response
 from xjobs import JobFilter, JobRecord, Operator
 from xjobs.contract.introspection import COUNT_CAP, DEFAULT_JOB_PAGE
 from xjobs.errors import JobPageInvalidError
+from xjobs.factories.backfill_inspect import backfill_run
 from xjobs.operate.filters import job_filter
-from xjobs_cli.jobs_cli import backfill_run
-from xjobs_cli.moves_cli import VERBS
+from xjobs.operate.verbs import VERBS
 from xjobs_web import csrf
 from xjobs_web.failures import SCAN_JOBS, failures
 from xjobs_web.guard import Dashboard, Visit
@@ -127,7 +127,7 @@ async def job_page(dash: Dashboard, visit: Visit) -> Response:
     job_id = visit.request.path_params["job_id"]
     operator = operator_of(dash, visit)
     detail = await operator.get_job(job_id)
-    run = await backfill_run(dash.app, operator, detail.record)
+    run = await backfill_run(dash.app.backend, operator, detail.record)
     now = dash.app.clock.now_ms()
     steps = timeline(detail.record, list(detail.steps), list(detail.errors))
     values = context(

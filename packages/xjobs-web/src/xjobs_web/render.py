@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse
 
-from xjobs_cli.timefmt import age, iso, span
+from xjobs.operate.timefmt import age, iso, span
 
 
 def _json(value: Any) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from xjobs import JobRecord, StepRecord
 from xjobs.contract.introspection import AttemptError
-from xjobs_cli.timefmt import iso
+from xjobs.operate.timefmt import iso
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,7 +73,8 @@ class BackfillLedger(Protocol):
     """`x_backfills`: keyed by RUN. Only a `completed` row blocks a sweep from running again.
 
     Every write names its run; a write for a run that has no row (or, for `checkpoint`, a
-    finished one) changes nothing and answers `False`.
+    finished one) changes nothing and answers `False`. Optional, like every store but `jobs`: a
+    backend that has it declares the `backfills` capability. Nothing here bumps a counter.
     """
 
     async def begin(self, start: BackfillStart) -> None:

@@ -274,22 +274,48 @@ class JobRecord:
 
 @runtime_checkable
 class JobDriver(Protocol):
-    """The queue of one engine. Every settle is fenced on `state = 'running'` and the claim."""
+    """The queue of one engine. Every settle is fenced on `state = 'running'` and the claim.
+
+    "Now" is the driver's now: the server's clock where the backend runs on the system clock and
+    the engine has one (Postgres passes null, Redis `''`), else the injected clock. A write that
+    ends an attempt bumps the minute counter of its outcome (`COUNTED_OUTCOMES`) in the same
+    atomic step, and one that writes `last_error` for a failed attempt appends its
+    `AttemptError` too. The table of every duty: docs/writing-a-driver.md.
+    """
 
     async def enqueue(self, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
-        """Insert each job unless a live job holds its namespace; one round trip for the batch."""
+        """Insert each job unless a live job holds its namespace; one round trip for the batch.
+
+        A row is `ready`, due at `run_at_ms` (`None`: now). `debounce_ms` and `throttle_ms` are
+        the driver's to apply (see `NewJob`). Counts nothing. Answers one result per row, in
+        order: a deduped row answers the holder's ids with `deduped=True`.
+        """
         ...
 
     async def claim(self, options: ClaimOptions) -> ClaimResult:
-        """Move up to the asked number of ready jobs to `running`, and bury exhausted lapsed leases."""
+        """Move up to the asked number of ready jobs to `running`, and bury exhausted lapsed leases.
+
+        Refuses a claim over no queue (`assert_claim_queues`) first. Buries each lapsed lease of
+        the asked queues on its final attempt (`dead` or `failed`, `last_error` =
+        `LAPSED_ON_FINAL_ATTEMPT` and its attempt error, counted `dead-lettered` or `dropped`);
+        then takes due jobs in claim order, skipping paused queues and paused job names:
+        `running`, attempt and claims + 1, `claimed_by`, lease until now + `lease_ms`.
+        """
         ...
 
     async def ack(self, claim: Claim) -> bool:
-        """Settle a run `completed`; answers whether the fence held."""
+        """Settle a run `completed` (finish time, lease cleared) and count `completed`; answers
+        whether the fence held. `ResultStore.complete` is the same write with a result."""
         ...
 
     async def nack(self, claim: Claim, nack: Nack) -> bool:
-        """Settle a run that did not complete; answers whether the fence held."""
+        """Settle a run that did not complete, storing `nack` as handed; answers whether the
+        fence held.
+
+        Writes `nack.state`; due at `run_at_ms` (`None`: now) unless terminal (then the finish
+        time); `counts_as_attempt=False` takes the attempt back; `writes_error` writes
+        `last_error` and appends the attempt error. Counts `nack.outcome` when it is counted.
+        """
         ...
 
     async def heartbeat(self, claim: Claim, lease_ms: int) -> bool:
@@ -301,7 +327,11 @@ class JobDriver(Protocol):
         ...
 
     async def cancel(self, job_id: str, reason: str | None = None) -> JobMove:
-        """Cancel a live job (`done`); answers `finished` or `missing` otherwise, writing nothing."""
+        """Cancel a live job (`done`); answers `finished` or `missing` otherwise, writing nothing.
+
+        Writes `cancelled`, the finish time, `last_error` `cancelled[: reason]` (no attempt
+        error: no attempt failed) and counts `cancelled`.
+        """
         ...
 
     async def requeue(self, job_id: str) -> JobMove:
@@ -320,7 +350,8 @@ class JobDriver(Protocol):
 class BatchAck(Protocol):
     """A driver that settles many runs `completed` in one round trip, each fenced on its claim.
 
-    A backend whose driver offers it declares the `ack_many` capability.
+    A backend whose driver offers it declares the `ack_many` capability. Each landed claim is
+    written and counted exactly as `ack` would.
     """
 
     async def ack_many(self, claims: Sequence[Claim]) -> list[bool]:

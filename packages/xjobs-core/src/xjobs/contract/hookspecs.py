@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from xjobs.contract.plugins import BackendFactory
+    from xjobs.contract.factory import BackendFactory
 
 hookspec = pluggy.HookspecMarker("xjobs")
 hookimpl = pluggy.HookimplMarker("xjobs")

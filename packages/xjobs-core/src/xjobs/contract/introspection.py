@@ -195,7 +195,11 @@ class Pause:
 
 @runtime_checkable
 class JobIntrospection(Protocol):
-    """The operator's view and verbs over one backend's jobs, pauses and counters."""
+    """The operator's view and verbs over one backend's jobs, pauses and counters.
+
+    Only `cancel_many` bumps a counter (`cancelled`, per job, as `cancel` does); each method's
+    duties are tabled in docs/writing-a-driver.md.
+    """
 
     async def list_jobs(
         self, where: JobFilter, *, limit: int, after: JobPosition | None

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -18,6 +15,7 @@ from xjobs.clock import Clock, SystemClock
 from xjobs.contract import hookspecs
 from xjobs.contract.backend import Backend
 from xjobs.contract.driver import DRIVER_API_VERSION
+from xjobs.contract.factory import BackendFactory
 from xjobs.errors import BackendConflictError, BackendUnknownError, DriverApiMismatchError
 
 ENTRY_POINT_GROUP = "xjobs"
@@ -35,36 +33,6 @@ DRIVER_DISTRIBUTIONS: Final = {
 
 log = logging.getLogger("xjobs.backend")
 _told_default: set[str] = set()
-
-OpenBackend = Callable[..., Awaitable[Backend]]
-TestBackend = Callable[[Clock], AbstractAsyncContextManager[Backend]]
-
-
-@dataclass(frozen=True, slots=True)
-class BackendFactory:
-    """How one driver opens backends: its name, URL schemes, contract version, and test backends."""
-
-    name: str
-    schemes: tuple[str, ...]
-    open: OpenBackend
-    test_backend: str
-    api_version: int = DRIVER_API_VERSION
-    description: str = ""
-
-    def open_test_backend(self, clock: Clock) -> AbstractAsyncContextManager[Backend]:
-        """A fresh, isolated backend for one test; `test_backend` ("module:attr") is imported only here.
-
-        Production never loads test scaffolding: a plugin names its test backend by a string, so
-        `connect()` and the entry points import no server fixtures.
-        """
-        module_name, _, attr = self.test_backend.partition(":")
-        if not module_name or not attr:
-            raise BackendUnknownError(
-                f"backend {self.name!r} names its test backend {self.test_backend!r}; "
-                "expected 'module:attr'"
-            )
-        found: TestBackend = getattr(importlib.import_module(module_name), attr)
-        return found(clock)
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,8 @@ class RateStore(Protocol):
 
     A permit for a run that STARTED stays spent (there is nothing to release); a permit for a run
     that never started is `abandon`ed: handed back, once per grant.
+
+    Writes no counter; each method's duties are tabled in docs/writing-a-driver.md.
     """
 
     async def acquire(self, buckets: Sequence[RateBucket]) -> RateVerdict:

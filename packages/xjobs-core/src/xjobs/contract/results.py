@@ -27,8 +27,9 @@ class ResultStore(Protocol):
     """Results of completed jobs, and a hint that a watched job settled."""
 
     async def complete(self, claim: Claim, result: str) -> bool:
-        """Settle the run `completed` storing `result` (JSON text), fenced exactly like `ack`;
-        answers whether the fence held."""
+        """Settle the run `completed` storing `result` (JSON text): this IS an ack, the same fence,
+        writes and `completed` count, with the result in the same atomic step; it tells the
+        job's result waiters. Answers whether the fence held."""
         ...
 
     async def read(self, job_id: str) -> StoredResult | None:

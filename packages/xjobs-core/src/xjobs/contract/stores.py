@@ -23,7 +23,10 @@ class WorkerInfo:
 
 @runtime_checkable
 class WorkerRegistry(Protocol):
-    """Which worker processes are alive; a row expires `ttl_ms` after its last beat."""
+    """Which worker processes are alive; a row expires `ttl_ms` after its last beat.
+
+    Writes no counter; each method's duties are tabled in docs/writing-a-driver.md.
+    """
 
     async def announce(self, info: WorkerInfo, ttl_ms: int) -> None:
         """Write (or overwrite) this worker's row."""
@@ -52,7 +55,10 @@ class SlotHolder:
 
 @runtime_checkable
 class SlotStore(Protocol):
-    """Fleet-wide concurrency slots: a row per held slot, owned by (job id, claim), with a TTL."""
+    """Fleet-wide concurrency slots: a row per held slot, owned by (job id, claim), with a TTL.
+
+    Writes no counter; each method's duties are tabled in docs/writing-a-driver.md.
+    """
 
     async def acquire(self, key: str, holder: SlotHolder, limit: int, ttl_ms: int) -> bool:
         """Take a slot of `key` unless `limit` unexpired holders have one already (a holder's own slot counts once)."""
@@ -92,7 +98,10 @@ class StepRecord:
 
 @runtime_checkable
 class StepStore(Protocol):
-    """Memoized step records per run; writes are fenced on the job's claim."""
+    """Memoized step records per run; writes are fenced on the job's claim.
+
+    Writes no counter; each method's duties are tabled in docs/writing-a-driver.md.
+    """
 
     async def list(self, run_id: str, queue: str) -> list[StepRecord]:
         """Every recorded step of a run, by position (the one hydrate per run); `queue` is the job's."""
@@ -146,6 +155,8 @@ class EventBus(Protocol):
 
     Events are scoped by tenant: an event sent in one tenant (`None` is the untenanted scope, a
     scope of its own) is stored with it and never wakes, nor is found by, a wait of another.
+
+    Writes no counter; each method's duties are tabled in docs/writing-a-driver.md.
     """
 
     async def now(self) -> int:
@@ -193,6 +204,8 @@ class OutboxStore(Protocol):
     stage. The relay's claim is a lease (`claimed_by`, an expiry) taken in one statement; every
     later mutation is fenced on it. A published row is marked (or deleted, in memory) and
     retention of marked rows is bounded.
+
+    Writes no counter; each method's duties are tabled in docs/writing-a-driver.md.
     """
 
     def stage_on(
@@ -241,6 +254,8 @@ class SchedulerState(Protocol):
     skipped, or before the task was first seen). It only moves through `arm` and `fire`, each a
     compare-and-set from the value the scheduler read, so two schedulers racing one occurrence
     move it once.
+
+    Writes no counter; each method's duties are tabled in docs/writing-a-driver.md.
     """
 
     async def watermarks(self, tasks: Sequence[str]) -> dict[str, int]:
@@ -281,7 +296,10 @@ class SchedulerState(Protocol):
 
 @runtime_checkable
 class LeaderElection(Protocol):
-    """Which scheduler process leads: at most one candidate holds leadership at any instant."""
+    """Which scheduler process leads: at most one candidate holds leadership at any instant.
+
+    Writes no counter; each method's duties are tabled in docs/writing-a-driver.md.
+    """
 
     async def acquire(self, candidate: str, ttl_ms: int) -> bool:
         """Take or renew leadership for `candidate` for `ttl_ms`; answers whether it leads.

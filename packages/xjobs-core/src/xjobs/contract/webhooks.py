@@ -140,7 +140,10 @@ def next_state(
 @runtime_checkable
 class WebhookLedger(Protocol):
     """Every delivery attempt (but a cancelled one) and each endpoint's state; each call is one
-    atomic step on the backend."""
+    atomic step on the backend.
+
+    Writes no counter; each method's duties are tabled in docs/writing-a-driver.md.
+    """
 
     async def record(self, attempt: WebhookAttempt, policy: LedgerPolicy) -> EndpointState:
         """Append `attempt` to its endpoint's attempts and move the endpoint's state by

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
     from xjobs.contract.driver import EnqueueResult
     from xjobs.memory.outbox import MemoryTransaction
-    from xjobs.run.context import JobContext, SyncJobContext
 
     SyncConnection: TypeAlias = psycopg.Connection[Any] | MemoryTransaction
     AsyncConnection: TypeAlias = psycopg.AsyncConnection[Any] | asyncpg.Connection
@@ -42,9 +41,11 @@ MAX_PRIORITY = 9
 # What a body returns is stored with its completion, up to this many bytes of JSON (settable per job).
 DEFAULT_MAX_RESULT_BYTES = 1_048_576
 MAX_RESULT_BYTES = 64 * 1_048_576
-Body = Callable[["JobContext", I], Awaitable[object]]
-# A plain `def` body runs on a thread of its own, with a `SyncJobContext` (no durable steps).
-SyncBody = Callable[["SyncJobContext", I], object]
+# A body's first parameter is the run's context: `JobContext` for an `async def` body,
+# `SyncJobContext` for a plain `def` body (on a thread of its own, no durable steps). Both live in
+# run/context, a layer above the declarations, so a declaration leaves that parameter unchecked.
+Body = Callable[[Any, I], Awaitable[object]]
+SyncBody = Callable[[Any, I], object]
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from typing import Any
 from xjobs.actor import current_actor, traceparent_for_enqueue
 from xjobs.clock import Clock
 from xjobs.contract.driver import EnqueueResult, JobDriver, NewJob
+from xjobs.contract.observer import NOOP, Observer
 from xjobs.contract.results import ResultStore
 from xjobs.contract.stores import OutboxStore
 from xjobs.declare.job import MAX_PRIORITY, MIN_PRIORITY, EnqueueOptions, JobHandle
@@ -18,7 +19,6 @@ from xjobs.enqueue.result_wait import wait_for_result
 from xjobs.enqueue.when import run_at_ms
 from xjobs.errors import CapabilityMissingError, OptionInvalidError
 from xjobs.ids import new_id_pair
-from xjobs.observe.observer import NOOP, Observer
 from xjobs.options import finite_count
 from xjobs.payload import encode_payload, validate_input
 

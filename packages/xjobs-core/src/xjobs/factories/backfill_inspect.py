@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from xjobs.contract.backend import Backend
 from xjobs.contract.backfills import BackfillLedger, BackfillRow
+from xjobs.contract.driver import JobRecord
 from xjobs.factories.backfill_pending import PendingBackfill
 from xjobs.factories.backfill_spec import BackfillSpec
+from xjobs.operate.operator import Operator
 
 
 def project_row(row: BackfillRow) -> dict[str, Any]:
@@ -57,3 +60,17 @@ async def inspect_backfills(
         "runs": [project_row(r) for r in await ledger.rows()],
         "pending": [project_pending(p) for p in pending],
     }
+
+
+async def backfill_run(
+    backend: Backend, operator: Operator, record: JobRecord
+) -> dict[str, Any] | None:
+    """The backfill ledger's run that job `record` is (`None`: it runs no sweep, or the backend
+    keeps no ledger): a sweep's runs are jobs of its name, each row naming its job. The CLI's
+    `jobs show`, the dashboard's job page and the MCP server's `show_job` all read it so."""
+    if "backfills" not in backend.capabilities:
+        return None
+    for row in await operator.backfills(record.name):
+        if row.job_id == record.id:
+            return project_row(row)
+    return None

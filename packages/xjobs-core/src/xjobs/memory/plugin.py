@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 from xjobs.clock import Clock, SystemClock
 from xjobs.contract.backend import Backend, WakeSource
+from xjobs.contract.factory import BackendFactory
 from xjobs.contract.hookspecs import hookimpl
-from xjobs.contract.plugins import BackendFactory
 from xjobs.memory.backfills import MemoryBackfillLedger
 from xjobs.memory.children import MemoryChildStore
 from xjobs.memory.driver import MemoryJobDriver

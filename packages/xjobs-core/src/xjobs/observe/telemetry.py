@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 from xjobs.clock import Clock
 from xjobs.contract.driver import ClaimedJob, NewJob, Outcome
+from xjobs.contract.observer import Sending
 from xjobs.errors import OptionInvalidError
 from xjobs.observe.health import DEFAULT_GRACE_S, Liveness
 from xjobs.observe.metrics import JobMetrics, Metrics
-from xjobs.observe.observer import Sending
 from xjobs.observe.snapshot import REFRESH_EVERY_S, ReadView
 from xjobs.observe.tracing import OpenSpan, Tracing
 

@@ -16,6 +16,7 @@ from typing import Any, Final
 from xjobs.actor import set_traceparent
 from xjobs.contract.driver import ClaimedJob, NewJob, Outcome
 from xjobs.errors import CapabilityMissingError
+from xjobs.version import __version__
 
 SYSTEM: Final = "xjobs"
 # Outcomes that end a run with an error the span records.
@@ -165,8 +166,6 @@ class Tracing:
     def __init__(self, tracer_provider: Any = None) -> None:
         trace = _api()
         from opentelemetry import context
-
-        from xjobs import __version__
 
         self.api = trace
         self.context = context

@@ -22,7 +22,6 @@ from xjobs.contract.introspection import (
     PauseKind,
     QueueCounts,
 )
-from xjobs.contract.moves import moved
 from xjobs.declare.registry import Registry
 from xjobs.errors import (
     FilterInvalidError,
@@ -34,6 +33,7 @@ from xjobs.names import validate_job_name, validate_queue
 from xjobs.operate.cursor import decode_cursor, encode_cursor
 from xjobs.operate.detail import JobDetail, job_detail
 from xjobs.operate.filters import MAX_NAME_CHARS, batch_limit, page_limit
+from xjobs.operate.moves import moved
 from xjobs.operate.scoped_counts import tenant_queues
 from xjobs.operate.views import TaskView, WorkerView, task_views, worker_views
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from xjobs.contract.backend import WakeSource
 from xjobs.contract.driver import JobDriver
+from xjobs.contract.observer import NOOP, Observer
 from xjobs.contract.stores import OUTBOX_WAKE, OutboxStore
 from xjobs.errors import WorkerStateError
 from xjobs.ids import new_worker_id
-from xjobs.observe.observer import NOOP, Observer
 from xjobs.roles.idle_wait import IdleBackoff
 from xjobs.roles.relay_options import RelayOptions
 from xjobs.roles.relay_stats import RelayStats

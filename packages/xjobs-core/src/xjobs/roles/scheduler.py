@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from xjobs.clock import Clock
 from xjobs.contract.backend import Backend
 from xjobs.contract.driver import NewJob
+from xjobs.contract.observer import NOOP, Observer
 from xjobs.contract.stores import LeaderElection, SchedulerState
 from xjobs.declare.job import EnqueueOptions
 from xjobs.declare.occurrences import next_after, to_datetime
@@ -17,7 +18,6 @@ from xjobs.declare.task import TaskHandle
 from xjobs.enqueue.facade import JobsFacade
 from xjobs.errors import CapabilityMissingError, OptionInvalidError, WorkerStateError
 from xjobs.ids import new_worker_id
-from xjobs.observe.observer import NOOP, Observer
 from xjobs.roles.catch_up import plan_catch_up
 from xjobs.roles.role import RoleState
 from xjobs.roles.scheduler_options import SchedulerOptions

@@ -12,20 +12,21 @@ from typing import Any
 from xjobs.clock import Clock
 from xjobs.contract.backend import Backend
 from xjobs.contract.driver import ClaimedJob, ClaimOptions
+from xjobs.contract.observer import NOOP, Observer
 from xjobs.contract.stores import WorkerInfo
 from xjobs.declare.registry import Registry
 from xjobs.errors import DrainingError, WorkerStateError
 from xjobs.ids import new_worker_id
-from xjobs.observe.observer import NOOP, Observer
 from xjobs.roles.idle_wait import IdleBackoff
 from xjobs.roles.role import RoleState
 from xjobs.roles.waker import Waker
 from xjobs.roles.worker_options import WorkerOptions
 from xjobs.roles.worker_stats import WorkerStats
 from xjobs.run.ack_batch import AckBatcher
-from xjobs.run.admit import LocalRates, RateGate, assert_enforceable
+from xjobs.run.admit import RateGate, assert_enforceable
 from xjobs.run.claimed import RunWiring, announce_buried, run_claimed
 from xjobs.run.execute import start_eagerly
+from xjobs.run.local_rates import LocalRates
 from xjobs.run.settle import Settler
 from xjobs.run.settled import SettledHook
 from xjobs.run.signal import RunSignal

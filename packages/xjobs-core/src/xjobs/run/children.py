@@ -19,6 +19,7 @@ from xjobs.contract.children import (
     GroupState,
 )
 from xjobs.contract.driver import WAIT_FOREVER_MS, Claim, Nack
+from xjobs.contract.observer import NOOP, Observer
 from xjobs.contract.stores import EventBus, StepRecord, StepStore
 from xjobs.declare.job import JobHandle
 from xjobs.errors import (
@@ -27,7 +28,6 @@ from xjobs.errors import (
     ChildrenInvalidError,
     LeaseLostError,
 )
-from xjobs.observe.observer import NOOP, Observer
 from xjobs.run.child_rows import ChildRows, checked_count, checked_handle, child_id
 from xjobs.run.signal import RunSignal
 from xjobs.run.step_codec import encode_error

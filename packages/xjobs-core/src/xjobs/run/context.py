@@ -6,10 +6,10 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from xjobs.contract.observer import NOOP, Observer
 from xjobs.errors import StepInSyncBodyError
-from xjobs.observe.observer import NOOP, Observer
 from xjobs.options import finite_option
 from xjobs.run.children import ChildSteps
 from xjobs.run.progress import ProgressThrottle
@@ -20,8 +20,32 @@ if TYPE_CHECKING:
     from xjobs.contract.children import ChildStore
     from xjobs.contract.driver import Claim, ClaimedJob
     from xjobs.contract.stores import EventBus, StepStore
-    from xjobs.run.record import RunRecord
     from xjobs.run.signal import RunSignal
+
+
+class ClaimedRun(Protocol):
+    """What a context reads of its run (a `RunRecord`): the claimed job, its tenant, its fence,
+    and the job's step timeout."""
+
+    @property
+    def job(self) -> ClaimedJob:
+        """The claimed job."""
+        ...
+
+    @property
+    def tenant(self) -> str | None:
+        """The org the run acts for."""
+        ...
+
+    @property
+    def claim(self) -> Claim:
+        """The fence every write of the run carries."""
+        ...
+
+    @property
+    def step_timeout_ms(self) -> int | None:
+        """The job's `step_timeout`, in ms (`None`: none, or a job this process does not know)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,10 +135,10 @@ class JobContext(RunIdentity):
 
     __slots__ = ("_claim", "_progress", "_signal", "_step", "_step_timeout_ms", "_tools")
 
-    def __init__(self, run: RunRecord, signal: RunSignal, tools: RunTools) -> None:
+    def __init__(self, run: ClaimedRun, signal: RunSignal, tools: RunTools) -> None:
         super().__init__(run.job, run.tenant)
         self._claim = run.claim
-        self._step_timeout_ms = None if run.handle is None else run.handle.step_timeout_ms
+        self._step_timeout_ms = run.step_timeout_ms
         self._signal = signal
         self._tools = tools
         self._step: ChildSteps | None = None
@@ -161,7 +185,7 @@ class SyncJobContext(RunIdentity):
 
     __slots__ = ("_loop", "_progress", "_signal")
 
-    def __init__(self, run: RunRecord, signal: RunSignal, tools: RunTools) -> None:
+    def __init__(self, run: ClaimedRun, signal: RunSignal, tools: RunTools) -> None:
         super().__init__(run.job, run.tenant)
         # made here, on the loop: the body's thread only hands reports to it
         self._progress: ProgressThrottle | None = _throttle(tools, run.claim)

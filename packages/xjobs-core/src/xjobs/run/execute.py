@@ -82,7 +82,7 @@ def _start_body(
         if handle.sync:
             coro = threads.run(handle.fn, ctx, value)
         else:
-            coro = _awaited(handle.fn(ctx, value))  # type: ignore[arg-type]
+            coro = _awaited(handle.fn(ctx, value))
         return start_eagerly(coro)
     finally:
         reset_actor(token)

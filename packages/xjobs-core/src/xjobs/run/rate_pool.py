@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 from xjobs.contract.rates import RateBucket, RateStore, reserve_ceiling_ms
 
 if TYPE_CHECKING:
-    from xjobs.run.admit import LocalRates
+    from xjobs.run.local_rates import LocalRates
 
 log = logging.getLogger("xjobs.run.rate_pool")
 

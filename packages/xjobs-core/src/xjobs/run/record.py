@@ -27,6 +27,11 @@ class RunRecord:
     tenant: str | None = None
     refusal: XJobsError | None = None
 
+    @property
+    def step_timeout_ms(self) -> int | None:
+        """The job's `step_timeout`, in ms (`None`: none, or a job this process does not know)."""
+        return None if self.handle is None else self.handle.step_timeout_ms
+
     @classmethod
     def open(cls, handle: JobHandle[Any] | None, job: ClaimedJob) -> RunRecord:
         """Decode the payload and derive the tenant once; a refusal is kept, never raised."""

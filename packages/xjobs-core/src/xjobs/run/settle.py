@@ -26,6 +26,7 @@ from xjobs.contract.driver import (
     Nack,
     Outcome,
 )
+from xjobs.contract.observer import NOOP, Observer
 from xjobs.contract.results import ResultStore
 from xjobs.contract.stores import EventBus
 from xjobs.declare.job import DEFAULT_MAX_RESULT_BYTES, JobHandle
@@ -40,7 +41,6 @@ from xjobs.errors import (
     SlotLostError,
     StepInvalidError,
 )
-from xjobs.observe.observer import NOOP, Observer
 from xjobs.run.children import ChildSuspension
 from xjobs.run.record import RunRecord
 from xjobs.run.settled import Settled, SettledHook, announce_settled

@@ -13,6 +13,7 @@ from typing import Any, Final, TypeVar, overload
 from xjobs.clock import Clock
 from xjobs.codec import decode_result, encode_result, return_annotation
 from xjobs.contract.driver import WAIT_FOREVER_MS, Claim
+from xjobs.contract.observer import NOOP, Observer
 from xjobs.contract.stores import EventBus, EventWait, StepRecord, StepStatus, StepStore
 from xjobs.errors import (
     AbortedError,
@@ -24,7 +25,6 @@ from xjobs.errors import (
     StepTimeoutError,
 )
 from xjobs.event_match import encode_object, validate_event_name
-from xjobs.observe.observer import NOOP, Observer
 from xjobs.options import duration_ms
 from xjobs.run.signal import RunSignal
 from xjobs.run.step_codec import encode_error, failed

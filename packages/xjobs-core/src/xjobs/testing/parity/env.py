@@ -15,7 +15,7 @@ from xjobs.contract.driver import (
     JobState,
     NewJob,
 )
-from xjobs.contract.moves import moved
+from xjobs.operate.moves import moved
 from xjobs.run.settle import ending, parking
 from xjobs.testing.rows import new_job
 
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from xjobs.contract.backend import Backend
+    from xjobs.contract.factory import BackendFactory
     from xjobs.contract.introspection import JobIntrospection
-    from xjobs.contract.plugins import BackendFactory
     from xjobs.contract.stores import SlotStore, WorkerRegistry
 
 PARKED_FOR_MS = 60_000

@@ -275,7 +275,7 @@ class TestRequeueMany:
 
 
 class TestMoveAnswers:
-    """The driver answers a move's status; core raises the one refusal (contract/moves.py)."""
+    """The driver answers a move's status; core raises the one refusal (operate/moves.py)."""
 
     async def test_cancel_answers_done_with_the_record(self, parity: ParityEnv) -> None:
         """Rule: a cancel that moved the job answers `done` and the cancelled record."""

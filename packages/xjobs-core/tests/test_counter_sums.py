@@ -12,7 +12,7 @@ from xjobs.contract.introspection import (
     CounterTier,
     bucket_of,
 )
-from xjobs_cli.counter_sums import coarsest_tier, window
+from xjobs.operate.counter_sums import coarsest_tier, window
 
 NOW = 40 * DAY_MS + 5 * HOUR_MS + 30 * MINUTE_MS + 12_345
 

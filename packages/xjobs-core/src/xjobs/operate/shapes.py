@@ -1,4 +1,5 @@
-"""The JSON shape (version 1) of each record an operator command prints.
+"""The JSON shape (version 1) of each record the operator surfaces print (the CLI's `--json`, the
+dashboard, the MCP server), and the versioned document that carries them.
 
 Instants are integer epoch milliseconds in fields ending `_ms` (the unit xjobs stores); the text
 output turns them into ages and ISO times. A field is never dropped within a version: a new one
@@ -8,13 +9,29 @@ may be added, a removal or a change of meaning is version 2.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from xjobs import JobFilter, JobRecord, StepRecord, TaskFire
-from xjobs.contract.introspection import COUNT_CAP, AttemptError, JobSummary, Pause, QueueCounts
+from xjobs.contract.driver import JobRecord
+from xjobs.contract.introspection import (
+    COUNT_CAP,
+    AttemptError,
+    JobFilter,
+    JobSummary,
+    Pause,
+    QueueCounts,
+)
+from xjobs.contract.stores import StepRecord, TaskFire
 from xjobs.operate.views import TaskView, WorkerView
 
+SHAPE_VERSION = 1
+
 Json = dict[str, Any]
+
+
+def document(kind: str, body: Mapping[str, Any]) -> Json:
+    """The JSON document of one command: its shape version, its kind, then its body."""
+    return {"version": SHAPE_VERSION, "kind": kind, **body}
 
 
 def where(f: JobFilter) -> Json:

@@ -1,7 +1,9 @@
-"""Times as an operator reads them: ISO 8601 instants in UTC and short ages ("3m12s")."""
+"""Times as an operator reads and writes them: ISO 8601 instants in UTC, short ages ("3m12s"),
+and spans typed as `90s`, `15m` or `1h30m`."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 _UNITS = (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1))
@@ -35,3 +37,22 @@ def age(ms: int | None, now_ms: int) -> str:
     if ms > now_ms:
         return f"in {span(ms - now_ms)}"
     return f"{span(now_ms - ms)} ago"
+
+
+_DURATION = re.compile(r"(\d+)([smhdw])")
+_UNIT_MS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+
+
+def parse_span(text: str) -> int:
+    """`90s`, `15m`, `1h`, `7d`, `2w`, or a sum of them (`1h30m`), as a positive number of ms.
+
+    Raises `ValueError` with a message for the reader; each surface wraps it in its own refusal.
+    """
+    compact = text.strip().lower()
+    parts = _DURATION.findall(compact)
+    if not parts or "".join(n + u for n, u in parts) != compact:
+        raise ValueError(f"{text!r} is not a duration; write e.g. 90s, 15m, 1h, 7d or 1h30m")
+    total = sum(int(n) * _UNIT_MS[u] for n, u in parts)
+    if total <= 0:
+        raise ValueError(f"{text!r} is empty; a duration must be positive")
+    return total
