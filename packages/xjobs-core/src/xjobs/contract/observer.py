@@ -66,6 +66,11 @@ class Observer(Protocol):
         """The scheduler fired one occurrence of `task`."""
         ...
 
+    def fan_in(self, job: str, outcome: str) -> None:
+        """A run of `job` resolved a fan-in (an invoke or a map): `completed` (every child's
+        result read) or `failed` (a child failed it fast)."""
+        ...
+
     def relaying(self, rows: Sequence[NewJob]) -> AbstractContextManager[None]:
         """Around one relay pass publishing staged `rows`."""
         ...
@@ -132,6 +137,9 @@ class NoopObserver:
         """Nothing listens."""
 
     def cron_fired(self, task: str) -> None:
+        """Nothing listens."""
+
+    def fan_in(self, job: str, outcome: str) -> None:
         """Nothing listens."""
 
     def relaying(self, rows: Sequence[NewJob]) -> AbstractContextManager[None]:

@@ -61,6 +61,7 @@ METRIC_NAMES: Final = (
     "xjobs_leases_lost_total",
     "xjobs_jobs_buried_total",
     "xjobs_cron_fired_total",
+    "xjobs_fan_ins_total",
     "xjobs_outbox_published_total",
     "xjobs_job_duration_seconds",
     "xjobs_job_lateness_seconds",
@@ -288,6 +289,12 @@ class Metrics:
         self._fired_metric = client.Counter(
             "xjobs_cron_fired", "Task occurrences fired.", ["task"], registry=reg
         )
+        self._fan_in_metric = client.Counter(
+            "xjobs_fan_ins",
+            "Fan-ins (step.invoke, step.map) a parent resolved, by outcome.",
+            ["job", "outcome"],
+            registry=reg,
+        )
         self._published_metric = client.Counter(
             "xjobs_outbox_published",
             "Staged jobs the relay published (deduped ones not counted).",
@@ -302,6 +309,7 @@ class Metrics:
         self._buried: _Family = _Family(self._buried_metric)
         self._fired: _Family = _Family(self._fired_metric)
         self._published: _Family = _Family(self._published_metric)
+        self._fan_ins: _Family = _Family(self._fan_in_metric)
         self._leader: _Family = _Family(self._leader_metric)
         self._jobs: dict[tuple[str, str], JobMetrics] = {}
         self._running: dict[str, _Running] = {}
@@ -337,6 +345,10 @@ class Metrics:
     def cron_fired(self, task: str) -> None:
         """One occurrence fired."""
         self._fired.child(task).inc()
+
+    def fan_in(self, job: str, outcome: str) -> None:
+        """One fan-in of `job` resolved with `outcome` (`completed` or `failed`)."""
+        self._fan_ins.child(job, outcome).inc()
 
     def published(self, queue: str, count: int) -> None:
         """`count` staged jobs published."""

@@ -226,6 +226,11 @@ class Telemetry:
         if self.metrics is not None:
             self.metrics.cron_fired(task)
 
+    def fan_in(self, job: str, outcome: str) -> None:
+        """Count a resolved fan-in."""
+        if self.metrics is not None:
+            self.metrics.fan_in(job, outcome)
+
     def relaying(self, rows: Sequence[NewJob]) -> AbstractContextManager[None]:
         """A relay pass's span."""
         if self.tracing is None:

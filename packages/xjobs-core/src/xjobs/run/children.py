@@ -169,6 +169,8 @@ class ChildSteps(StepApi):
         async for result in self._results(store, name, handle, total, fail_fast, position):
             yield result
         await self._write(name, position, "done", shape, None)
+        if self._observer.enabled:
+            self._observer.fan_in(self._run.job, "completed")
 
     async def _spawned(
         self,
@@ -227,6 +229,8 @@ class ChildSteps(StepApi):
             raise _lost(run, name)
         error = _failure(name, handle, index, row)
         await self._write(name, position, "error", None, encode_error(error))
+        if self._observer.enabled:
+            self._observer.fan_in(run.job, "failed")
         return error
 
     async def _results(

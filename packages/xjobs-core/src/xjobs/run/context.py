@@ -157,6 +157,7 @@ class JobContext(RunIdentity):
                     self._job.queue,
                     self._step_timeout_ms,
                     self._tenant,
+                    self._job.name,
                 ),
                 store=tools.steps,
                 events=tools.events,

@@ -49,13 +49,15 @@ class StepSuspension(BaseException):
 
 @dataclass(frozen=True, slots=True)
 class StepRun:
-    """Which run the steps belong to, the tenant its event waits are scoped to, and what bounds it."""
+    """Which run the steps belong to, the tenant its event waits are scoped to, what bounds it,
+    and its job's name (the label of what its steps count)."""
 
     claim: Claim
     run_id: str
     queue: str
     step_timeout_ms: int | None
     tenant: str | None
+    job: str = ""
 
 
 class StepApi:
