@@ -120,7 +120,15 @@ def tests(session: nox.Session) -> None:
 
 # Every distribution but xjobs-django (Django 6 needs 3.12) declares Python 3.11+; the workspace's
 # own environment is 3.12, so their tests run once more on 3.11, with uv.lock's pins less Django's.
-PY311_PACKAGES = ("xjobs-core", "xjobs-pg", "xjobs-redis", "xjobs-cli", "xjobs-web", "xjobs-kit")
+PY311_PACKAGES = (
+    "xjobs-core",
+    "xjobs-pg",
+    "xjobs-redis",
+    "xjobs-sqlite",
+    "xjobs-cli",
+    "xjobs-web",
+    "xjobs-kit",
+)
 NOT_ON_311 = ("django", "django-stubs", "django-stubs-ext")
 
 

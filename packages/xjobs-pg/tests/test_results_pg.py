@@ -223,6 +223,27 @@ async def test_a_finish_that_notified_no_one_is_found_by_the_read_again(
 
 
 @pytest.mark.asyncio
+async def test_a_finish_that_takes_the_row_late_and_notified_no_one_is_found_by_a_later_read(
+    backend: Backend, schema: str
+) -> None:
+    # The same finish, but landing well after the waiter's first read again (a statement that
+    # waited on another lock, or a loaded machine): the reads go on at doubling intervals up to a
+    # second, so the wait still ends long before its own 20 s (it ended at 20 s before).
+    (claim,) = await claimed(backend)
+    waiting = asyncio.create_task(results_of(backend).wait(claim.job_id, 20_000))
+    await until_watched(schema)
+    await asyncio.sleep(0.4)
+    async with session() as conn:
+        await conn.execute(
+            f"update {quote_schema(schema)}.jobs set state = 'completed', finished_at_ms = 1, "
+            "lease_until_ms = null where id = $1",
+            claim.job_id,
+        )
+    await asyncio.wait_for(waiting, timeout=5)
+    assert await watch_rows(schema) == 0
+
+
+@pytest.mark.asyncio
 async def test_a_cancelled_wait_deletes_its_watch(backend: Backend, schema: str) -> None:
     (claim,) = await claimed(backend)
     waiting = asyncio.create_task(results_of(backend).wait(claim.job_id, 20_000))

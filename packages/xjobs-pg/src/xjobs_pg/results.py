@@ -8,8 +8,9 @@ watch skips a ready job for it) and reads the job's state (`result_state`: a fin
 at once). Only a watched job's finishing statement (ack, complete, a terminal nack, cancel, the
 claim's burial) notifies, with the job id on the `<schema>_settled` channel; the watch goes when
 the wait ends. A finishing statement whose snapshot predates the watch sees no watcher: the
-waiter reads the state again `RECHECK_S` into its wait, so such a finish costs that long, not the
-whole wait. The timeout is the last fallback: a notification lost to a re-dial costs latency
+waiter reads the state again `RECHECK_S` into its wait and then at doubling intervals up to
+`RECHECK_MAX_S`, so such a finish costs at most about that long, not the whole wait (however
+late the statement takes the row). The timeout is the last fallback: a notification lost to a re-dial costs latency
 only, as the caller reads again.
 """
 
@@ -31,9 +32,11 @@ log = logging.getLogger("xjobs_pg.results")
 # A watch row outlives its wait by this much; one left by a process that died waiting is then
 # swept by the next watch.
 WATCH_MARGIN_MS = 60_000
-# Into a wait, the state is read once more: a finish whose statement began before the watch
-# landed notifies no one, and is found then.
+# Into a wait, the state is read again, first after RECHECK_S, then at doubling intervals up to
+# RECHECK_MAX_S: a finish whose statement began before the watch landed notifies no one, and is
+# found by the next read (a ready or waiting job is read without a lock: no claim skips it).
 RECHECK_S = 0.05
+RECHECK_MAX_S = 1.0
 # The delete of a watch row is given this long (a wait that ends, or is cancelled, with the pool
 # exhausted does not hang on it); a row it leaves expires.
 UNWATCH_TIMEOUT_S = 1.0
@@ -109,17 +112,16 @@ class PostgresResults:
             )
             if not await self._live(key):
                 return  # finished (or gone) before the watch: nothing will notify
-            for slice_s in (RECHECK_S, None):
-                left = deadline - loop.time()
-                if left <= 0:
-                    return
+            slice_s = RECHECK_S
+            while (left := deadline - loop.time()) > 0:
                 try:
-                    async with asyncio.timeout(left if slice_s is None else min(slice_s, left)):
+                    async with asyncio.timeout(min(slice_s, left)):
                         await asyncio.shield(waiter)
                     return
                 except TimeoutError:
-                    if slice_s is not None and not await self._live(key):
+                    if not await self._live(key):
                         return  # a finish that began before the watch: it notified no one
+                slice_s = min(slice_s * 2, RECHECK_MAX_S)
         finally:
             self._waiters.drop(key, waiter)
             if token:

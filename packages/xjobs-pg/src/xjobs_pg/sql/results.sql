@@ -31,7 +31,7 @@ on conflict (job_id, token) do nothing;
 -- reads it at once. A finishing statement whose snapshot predates the watch sees no watcher and
 -- notifies nothing. A job past ready and waiting is read FOR SHARE, so one that holds the row
 -- now is waited for and the state it wrote answered. One that takes the row later is found by
--- the read the waiter makes again a moment into its wait (results.py RECHECK_S). A ready or
+-- the reads the waiter makes again into its wait (results.py RECHECK_S, doubling). A ready or
 -- waiting job is read without a lock, which a claim would skip it for.
 -- $1 job id.
 select coalesce(
