@@ -90,16 +90,20 @@ def test_a_fleet_on_one_file_through_a_kill_9_completes_every_job_once(tmp_path:
         for n in range(ENQUEUERS)
     ]
     try:
-        victim = workers[0]
-        _until(
-            lambda: any(e["pid"] == victim.pid and e["ev"] == "start" for e in _effects(effects)),
-            "a run on the first worker",
-        )
+        # the victim is the worker that started a run first (a worker still importing when the
+        # others have taken every job would never run one)
+        _until(lambda: any(e["ev"] == "start" for e in _effects(effects)), "a run on some worker")
+        first = next(e["pid"] for e in _effects(effects) if e["ev"] == "start")
+        victim = next(w for w in workers if w.pid == first)
         victim.send_signal(signal.SIGKILL)
         outputs = [enqueuer.communicate(timeout=120)[0] for enqueuer in enqueuers]
         assert all(e.returncode == 0 for e in enqueuers), outputs
         _until(lambda: _states(db)["completed"] == TOTAL, "every job completed")
     finally:
+        for enqueuer in enqueuers:
+            if enqueuer.poll() is None:
+                enqueuer.kill()
+            enqueuer.communicate()
         for worker in workers:
             if worker.poll() is None:
                 worker.send_signal(signal.SIGTERM)
