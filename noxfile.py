@@ -20,6 +20,7 @@ nox.options.sessions = [
     "imports",
     "typecheck",
     "tests",
+    "tests-cross",
     "tests-311",
     "parity",
     "parity-pgbouncer",
@@ -111,11 +112,19 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Unit tests of every package, and the cross-package end-to-end, install and docs tests
-    (the fault suite is its own session)."""
+    """Unit tests of every package (the cross-package tests are `tests-cross`, the fault suite
+    `faults`: CI runs them side by side)."""
     _sync(session, "--all-packages", "--group", "dev")
     packages = sorted(str(p) for p in (ROOT / "packages").glob("*/tests"))
-    _pytest(session, *packages, "tests", "--ignore=tests/faults")
+    _pytest(session, *packages)
+
+
+@nox.session(name="tests-cross")
+def tests_cross(session: nox.Session) -> None:
+    """The cross-package end-to-end, install, telemetry and docs tests (tests/, less the fault
+    suite)."""
+    _sync(session, "--all-packages", "--group", "dev")
+    _pytest(session, "tests", "--ignore=tests/faults")
 
 
 # Every distribution but xjobs-django (Django 6 needs 3.12) declares Python 3.11+; the workspace's
