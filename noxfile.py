@@ -28,6 +28,7 @@ nox.options.sessions = [
     "parity-redis-cluster",
     "parity-redis-floor",
     "faults",
+    "faults-failover",
     "docs",
 ]
 nox.options.reuse_venv = "yes"
@@ -301,15 +302,33 @@ def bench(session: nox.Session) -> None:
     )
 
 
+# The fault scenarios on replicas and fan-ins (a Postgres or Sentinel failover, kill -9 mid-fan-in):
+# the longest of the suite, their own session, which CI runs beside `faults`.
+FAILOVER_FAULTS = (
+    "tests/faults/test_failover_pg.py",
+    "tests/faults/test_failover_redis.py",
+    "tests/faults/test_children_kill.py",
+)
+
+
 @nox.session
 def faults(session: nox.Session) -> None:
-    """The fault suite (tests/faults): real servers and real worker, scheduler and relay processes
-    under kill -9, restarts, cut connections, partitions, SIGSTOP and hostile input.
+    """The fault suite (tests/faults, less `faults-failover`'s): real servers and real worker,
+    scheduler and relay processes under kill -9, restarts, cut connections, partitions, SIGSTOP
+    and hostile input.
 
     `uv run nox -s faults -- --report` also writes the run's ledger into docs/reliability.md.
     """
     _sync(session, "--all-packages", "--group", "dev")
-    _pytest(session, "tests/faults")
+    _pytest(session, "tests/faults", *(f"--ignore={path}" for path in FAILOVER_FAULTS))
+
+
+@nox.session(name="faults-failover")
+def faults_failover(session: nox.Session) -> None:
+    """The fault scenarios on replicas and fan-ins: a Postgres standby promoted and a Redis
+    Sentinel failover under load, and kill -9 of workers while a parent maps 1,000 children."""
+    _sync(session, "--all-packages", "--group", "dev")
+    _pytest(session, *FAILOVER_FAULTS)
 
 
 @nox.session(name="parity-sqlite-apsw")

@@ -1,8 +1,9 @@
 """CI's nox runner: the default sessions of `uv run nox`, several at a time, in waves.
 
 Wave one runs every default session but the fault suite, `--jobs` at a time (most of their time
-is spent waiting on servers and timers, not on the CPU). Wave two runs the fault suite alone: its
-scenarios time leases, restarts and pauses, which a loaded machine would blur. Each session's
+is spent waiting on servers and timers, not on the CPU). Wave two runs the fault suite's two
+sessions side by side and nothing else: their scenarios time leases, restarts and pauses, which a
+loaded machine would blur. Each session's
 output is printed whole when it ends; the exit status is 1 when any session failed.
 """
 
@@ -17,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ALONE = ("faults",)
+ALONE = ("faults", "faults-failover")
 
 
 def default_sessions() -> list[str]:
@@ -63,7 +64,7 @@ def main() -> int:
     second = [s for s in sessions if s in ALONE]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="xjobs-ci-") as tmp:
-        failed = wave(first, args.jobs, Path(tmp)) + wave(second, 1, Path(tmp))
+        failed = wave(first, args.jobs, Path(tmp)) + wave(second, len(ALONE), Path(tmp))
     print(f"\nCI sessions took {time.monotonic() - started:.0f} s", flush=True)
     if failed:
         print(f"CI failed: {', '.join(failed)}", file=sys.stderr)
