@@ -31,7 +31,7 @@ sys.path.remove(str(HERE))
 
 WAIT_S = 30.0
 POLL_S = 0.05
-LEASE_S = "1"  # the killed worker's claim lapses after this
+LEASE_S = "2"  # the killed worker's claim lapses after this (2 s: a loaded machine keeps the next run's lease)
 # What a worker may grow by reading a bomb's answer, over one that read a plain "ok": far under
 # the 100 MiB the answer inflates to.
 MAX_GROWTH_KIB = 32 * 1024
